@@ -1,0 +1,59 @@
+//! The [`Object`] trait: what the cache needs to know about a Kubernetes object.
+
+use std::collections::BTreeMap;
+
+/// Read access to the metadata of a Kubernetes object.
+///
+/// This is all kcache needs from a type to cache it, index it and key it. It mirrors client-go's
+/// `metav1.Object` accessors, returning borrowed data so no call allocates. Objects are shared as
+/// `Arc<T>` once decoded, so the trait only reads.
+///
+/// With the `k8s-openapi` feature every k8s-openapi type with `ObjectMeta` implements it;
+/// [`DynamicObject`](crate::DynamicObject) covers custom and untyped resources.
+///
+/// # Example
+///
+/// ```
+/// use kcache_store::Object;
+///
+/// #[derive(Debug)]
+/// struct Widget { name: String, rv: String }
+///
+/// impl Object for Widget {
+///     fn name(&self) -> Option<&str> { Some(&self.name) }
+///     fn namespace(&self) -> Option<&str> { None }
+///     fn resource_version(&self) -> Option<&str> { Some(&self.rv) }
+/// }
+///
+/// let w = Widget { name: "a".into(), rv: "7".into() };
+/// assert_eq!(w.name(), Some("a"));
+/// assert!(w.labels().is_none());
+/// ```
+pub trait Object: Send + Sync + 'static {
+    /// `metadata.name`.
+    fn name(&self) -> Option<&str>;
+    /// `metadata.namespace`; `None` (or empty) for cluster-scoped objects.
+    fn namespace(&self) -> Option<&str>;
+    /// `metadata.resourceVersion`: an opaque string, compared only for equality.
+    fn resource_version(&self) -> Option<&str>;
+    /// `metadata.uid`.
+    fn uid(&self) -> Option<&str> {
+        None
+    }
+    /// `metadata.labels`.
+    fn labels(&self) -> Option<&BTreeMap<String, String>> {
+        None
+    }
+    /// `metadata.annotations`.
+    fn annotations(&self) -> Option<&BTreeMap<String, String>> {
+        None
+    }
+    /// Whether `metadata.deletionTimestamp` is set (the object is being deleted).
+    fn is_being_deleted(&self) -> bool {
+        false
+    }
+    /// `metadata.generation`.
+    fn generation(&self) -> Option<i64> {
+        None
+    }
+}

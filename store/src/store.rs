@@ -1,0 +1,66 @@
+//! The [`Store`] trait: client-go's key/object storage interface, and [`KnownObjects`].
+
+use std::sync::Arc;
+
+use crate::{Object, ObjectKey, Result};
+
+/// A key/object store, as client-go's `cache.Store`.
+///
+/// Synchronous and dyn-compatible: memory operations never pay for futures, and an
+/// `Arc<dyn Store<T>>` can stand for any implementation. The store computes keys with its key
+/// function; objects go in and come out as `Arc<T>`, shared and never copied.
+///
+/// Queues implement this trait too: it is the write interface a reflector drives.
+pub trait Store<T: Object>: Send + Sync {
+    /// Inserts or replaces the object under its key.
+    fn add(&self, obj: Arc<T>) -> Result<()>;
+    /// Same as [`add`](Self::add): client-go makes no difference.
+    fn update(&self, obj: Arc<T>) -> Result<()>;
+    /// Removes the object's key; deleting a key that is not present does nothing.
+    fn delete(&self, obj: Arc<T>) -> Result<()>;
+    /// Every object, in no particular order.
+    fn list(&self) -> Vec<Arc<T>>;
+    /// Every key, in no particular order.
+    fn list_keys(&self) -> Vec<ObjectKey>;
+    /// The stored object with the same key as `obj`.
+    fn get(&self, obj: &T) -> Result<Option<Arc<T>>>;
+    /// The stored object under `key`.
+    fn get_by_key(&self, key: &str) -> Option<Arc<T>>;
+    /// Replaces the whole content with `list` (later duplicates win) and records
+    /// `resource_version` as the last synced one. On error nothing changes.
+    fn replace(&self, list: Vec<Arc<T>>, resource_version: &str) -> Result<()>;
+    /// Asks a queue to re-deliver what it knows; a plain store does nothing.
+    fn resync(&self) -> Result<()> {
+        Ok(())
+    }
+    /// Records a resource version reached without an object change (a watch bookmark).
+    fn bookmark(&self, resource_version: &str);
+    /// The resource version of the last write, replace or bookmark, if known.
+    fn last_sync_resource_version(&self) -> Option<String>;
+    /// How many objects are stored.
+    fn len(&self) -> usize {
+        self.list_keys().len()
+    }
+    /// Whether the store holds nothing.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What a queue needs of the cache behind it: the keys it holds and the object under a key
+/// (client-go's `KeyListerGetter`). Every [`Store`] is one.
+pub trait KnownObjects<T>: Send + Sync {
+    /// Every key the cache holds.
+    fn known_keys(&self) -> Vec<ObjectKey>;
+    /// The object the cache holds under `key`.
+    fn known_object(&self, key: &str) -> Option<Arc<T>>;
+}
+
+impl<T: Object, S: Store<T> + ?Sized> KnownObjects<T> for S {
+    fn known_keys(&self) -> Vec<ObjectKey> {
+        self.list_keys()
+    }
+    fn known_object(&self, key: &str) -> Option<Arc<T>> {
+        self.get_by_key(key)
+    }
+}

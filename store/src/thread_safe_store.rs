@@ -1,0 +1,344 @@
+//! [`ThreadSafeStore`]: the indexed map of keys to `Arc<T>` under one reader/writer lock.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::{Error, Indexers, Object, ObjectKey, Result};
+
+/// One index: indexed value -> keys of the objects that produced it (sorted, never empty).
+type Index = HashMap<String, BTreeSet<ObjectKey>>;
+
+/// A thread-safe map of keys to shared objects with secondary indexes (client-go's
+/// `threadSafeMap`).
+///
+/// It works on keys; [`Cache`](crate::Cache) adds the key function and implements
+/// [`Store`](crate::Store) and [`Indexer`](crate::Indexer) on top. One `RwLock` guards objects and
+/// indexes together, so readers never see an object without its index entries. Every write
+/// computes all index values before it changes anything: when an index function fails, the
+/// write returns the error and the store is unchanged.
+pub struct ThreadSafeStore<T> {
+    inner: RwLock<Inner<T>>,
+}
+
+struct Inner<T> {
+    items: HashMap<ObjectKey, Arc<T>>,
+    indexers: Indexers<T>,
+    indices: HashMap<String, Index>,
+    resource_version: Option<String>,
+}
+
+/// The values of every index for one object, in the order of `Indexers::iter`.
+type Values = Vec<Vec<String>>;
+
+impl<T: Object> Inner<T> {
+    fn values_of(&self, key: &ObjectKey, obj: &T) -> Result<Values> {
+        self.indexers
+            .iter()
+            .map(|(name, f)| {
+                f(obj).map_err(|source| Error::IndexFunc {
+                    index: name.to_owned(),
+                    key: key.to_string(),
+                    source,
+                })
+            })
+            .collect()
+    }
+
+    /// Moves `key` from `old` values to `new` values in every index.
+    fn reindex(&mut self, key: &ObjectKey, old: Option<&Values>, new: Option<&Values>) {
+        let empty = Vec::new();
+        for (i, (name, _)) in self.indexers.iter().enumerate() {
+            let old = old.map_or(&empty, |v| &v[i]);
+            let new = new.map_or(&empty, |v| &v[i]);
+            if old.len() == 1 && new.len() == 1 && old[0] == new[0] {
+                continue;
+            }
+            let Some(index) = self.indices.get_mut(name) else {
+                continue;
+            };
+            for value in old {
+                if let Some(keys) = index.get_mut(value.as_str()) {
+                    keys.remove(key);
+                    if keys.is_empty() {
+                        index.remove(value.as_str());
+                    }
+                }
+            }
+            for value in new {
+                index.entry(value.clone()).or_default().insert(key.clone());
+            }
+        }
+    }
+
+    /// Every registered index has an entry in `indices`, possibly empty.
+    fn index(&self, name: &str) -> Result<&Index> {
+        self.indices
+            .get(name)
+            .ok_or_else(|| Error::IndexNotFound(name.to_owned()))
+    }
+}
+
+impl<T: Object> ThreadSafeStore<T> {
+    /// An empty store with the given indexes.
+    #[must_use]
+    pub fn new(indexers: Indexers<T>) -> Self {
+        Self {
+            inner: RwLock::new(Inner {
+                items: HashMap::new(),
+                indices: indexers
+                    .names()
+                    .map(|n| (n.to_owned(), Index::new()))
+                    .collect(),
+                indexers,
+                resource_version: None,
+            }),
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Inner<T>> {
+        // Writes never leave the maps half-changed, so a poisoned lock holds consistent data.
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner<T>> {
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Inserts or replaces `obj` under `key` and records its resource version.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexFunc`] when an index function fails; the store is unchanged.
+    pub fn add(&self, key: ObjectKey, obj: Arc<T>) -> Result<()> {
+        let mut inner = self.write();
+        let new = inner.values_of(&key, &obj)?;
+        let old = match inner.items.get(&key) {
+            Some(old) => Some(inner.values_of(&key, old)?),
+            None => None,
+        };
+        inner.reindex(&key, old.as_ref(), Some(&new));
+        inner.resource_version = obj.resource_version().map(str::to_owned);
+        inner.items.insert(key, obj);
+        Ok(())
+    }
+
+    /// Same as [`add`](Self::add).
+    ///
+    /// # Errors
+    ///
+    /// As [`add`](Self::add).
+    pub fn update(&self, key: ObjectKey, obj: Arc<T>) -> Result<()> {
+        self.add(key, obj)
+    }
+
+    /// Removes `key`. When `obj` (the deleted state) is given, its resource version is recorded.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexFunc`] when an index function fails on the stored object; the store is
+    /// unchanged.
+    pub fn delete(&self, key: &str, obj: Option<&T>) -> Result<()> {
+        let mut inner = self.write();
+        if let Some((k, old)) = inner.items.get_key_value(key) {
+            let k = k.clone();
+            let old = inner.values_of(&k, old)?;
+            inner.reindex(&k, Some(&old), None);
+            inner.items.remove(key);
+        }
+        if let Some(obj) = obj {
+            inner.resource_version = obj.resource_version().map(str::to_owned);
+        }
+        Ok(())
+    }
+
+    /// The object under `key`.
+    pub fn get(&self, key: &str) -> Option<Arc<T>> {
+        self.read().items.get(key).cloned()
+    }
+
+    /// Every object.
+    pub fn list(&self) -> Vec<Arc<T>> {
+        self.read().items.values().cloned().collect()
+    }
+
+    /// Every key.
+    pub fn list_keys(&self) -> Vec<ObjectKey> {
+        self.read().items.keys().cloned().collect()
+    }
+
+    /// How many objects are stored.
+    pub fn len(&self) -> usize {
+        self.read().items.len()
+    }
+
+    /// Whether the store is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Swaps in `items` wholesale, rebuilds every index and records `resource_version`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexFunc`] when an index function fails on any object; the store is unchanged.
+    pub fn replace(&self, items: HashMap<ObjectKey, Arc<T>>, resource_version: &str) -> Result<()> {
+        let mut inner = self.write();
+        let mut indices: HashMap<String, Index> = HashMap::new();
+        for (name, f) in inner.indexers.iter() {
+            let mut index = Index::new();
+            for (key, obj) in &items {
+                let values = f(obj).map_err(|source| Error::IndexFunc {
+                    index: name.to_owned(),
+                    key: key.to_string(),
+                    source,
+                })?;
+                for v in values {
+                    index.entry(v).or_default().insert(key.clone());
+                }
+            }
+            indices.insert(name.to_owned(), index);
+        }
+        inner.items = items;
+        inner.indices = indices;
+        inner.resource_version = non_empty(resource_version);
+        Ok(())
+    }
+
+    /// Records a resource version reached without an object change.
+    pub fn bookmark(&self, resource_version: &str) {
+        self.write().resource_version = non_empty(resource_version);
+    }
+
+    /// The resource version of the last write, replace or bookmark.
+    pub fn last_sync_resource_version(&self) -> Option<String> {
+        self.read().resource_version.clone()
+    }
+
+    /// The objects sharing a value of index `name` with `obj`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexNotFound`] or [`Error::IndexFunc`].
+    pub fn index(&self, name: &str, obj: &T) -> Result<Vec<Arc<T>>> {
+        let inner = self.read();
+        let index = inner.index(name)?;
+        let f = inner
+            .indexers
+            .get(name)
+            .ok_or_else(|| Error::IndexNotFound(name.to_owned()))?;
+        let values = f(obj).map_err(|source| Error::IndexFunc {
+            index: name.to_owned(),
+            key: String::new(),
+            source,
+        })?;
+        let keys: BTreeSet<&ObjectKey> = values
+            .iter()
+            .filter_map(|v| index.get(v.as_str()))
+            .flatten()
+            .collect();
+        Ok(keys
+            .into_iter()
+            .filter_map(|k| inner.items.get(k).cloned())
+            .collect())
+    }
+
+    /// The keys under `value` in index `name`, sorted.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexNotFound`].
+    pub fn index_keys(&self, name: &str, value: &str) -> Result<Vec<ObjectKey>> {
+        let inner = self.read();
+        Ok(inner
+            .index(name)?
+            .get(value)
+            .map(|keys| keys.iter().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    /// Every value index `name` holds; empty for an unknown index.
+    pub fn list_index_func_values(&self, name: &str) -> Vec<String> {
+        let inner = self.read();
+        inner
+            .indices
+            .get(name)
+            .map(|index| index.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The objects under `value` in index `name`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexNotFound`].
+    pub fn by_index(&self, name: &str, value: &str) -> Result<Vec<Arc<T>>> {
+        let inner = self.read();
+        Ok(inner
+            .index(name)?
+            .get(value)
+            .map(|keys| {
+                keys.iter()
+                    .filter_map(|k| inner.items.get(k).cloned())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// The registered index functions.
+    pub fn indexers(&self) -> Indexers<T> {
+        self.read().indexers.clone()
+    }
+
+    /// Registers `new` indexes and indexes every stored object with them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IndexerConflict`] or [`Error::IndexFunc`]; the store is unchanged.
+    pub fn add_indexers(&self, new: Indexers<T>) -> Result<()> {
+        let mut inner = self.write();
+        if let Some(name) = new.names().find(|n| inner.indexers.contains(n)) {
+            return Err(Error::IndexerConflict(name.to_owned()));
+        }
+        let mut built = Vec::with_capacity(new.len());
+        for (name, f) in new.iter() {
+            let mut index = Index::new();
+            for (key, obj) in &inner.items {
+                for v in f(obj).map_err(|source| Error::IndexFunc {
+                    index: name.to_owned(),
+                    key: key.to_string(),
+                    source,
+                })? {
+                    index.entry(v).or_default().insert(key.clone());
+                }
+            }
+            built.push((name.to_owned(), index));
+        }
+        for (name, f) in new {
+            inner.indexers.insert(name, f);
+        }
+        inner.indices.extend(built);
+        Ok(())
+    }
+}
+
+fn non_empty(rv: &str) -> Option<String> {
+    (!rv.is_empty()).then(|| rv.to_owned())
+}
+
+impl<T: Object> Default for ThreadSafeStore<T> {
+    fn default() -> Self {
+        Self::new(Indexers::new())
+    }
+}
+
+impl<T> fmt::Debug for ThreadSafeStore<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("ThreadSafeStore")
+            .field("len", &inner.items.len())
+            .field("indexers", &inner.indexers)
+            .field("resource_version", &inner.resource_version)
+            .finish_non_exhaustive()
+    }
+}

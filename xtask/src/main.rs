@@ -1,0 +1,207 @@
+//! `cargo xtask`: the project's own automation, written in Rust so it runs wherever cargo does.
+//!
+//! Run `cargo xtask help` for the list of tasks. Each task lives in its own module:
+//! [`ci`] runs every check CI runs, [`deps`] enforces the crate layering of `GUIDE.md` section 1,
+//! and [`tidy`] enforces the repository's file conventions.
+//!
+//! The only dependency is `serde_json` (to read `cargo metadata`), so that `cargo xtask` compiles
+//! in seconds.
+
+mod ci;
+mod deps;
+mod tidy;
+
+use std::env;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// The usage text printed by `cargo xtask help`.
+const USAGE: &str = "\
+Usage: cargo xtask <TASK>
+
+Tasks:
+  ci      run every CI check in order: fmt, clippy, test, doc, deps, tidy
+  deps    check every dependency edge against the layering table (GUIDE.md 1)
+  tidy    check file headers, leftover debug macros, package names and manifests
+  help    print this text
+";
+
+/// A task named on the command line.
+///
+/// New tasks (`bench`, `chaos`) get a variant here, a name in [`Task::parse`] and an arm in
+/// [`Task::run`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Task {
+    /// `cargo xtask ci`.
+    Ci,
+    /// `cargo xtask deps`.
+    Deps,
+    /// `cargo xtask tidy`.
+    Tidy,
+    /// `cargo xtask help`, `-h`, `--help`, or no task at all.
+    Help,
+}
+
+impl Task {
+    /// Maps a task name to its task, or `None` if no task has that name.
+    fn parse(name: &str) -> Option<Self> {
+        match name {
+            "ci" => Some(Self::Ci),
+            "deps" => Some(Self::Deps),
+            "tidy" => Some(Self::Tidy),
+            "help" | "-h" | "--help" => Some(Self::Help),
+            _ => None,
+        }
+    }
+
+    /// Runs the task against the workspace at `root`.
+    fn run(self, root: &Path) -> Result<(), Failure> {
+        match self {
+            Self::Ci => ci::run(root),
+            Self::Deps => deps::run(root),
+            Self::Tidy => tidy::run(root),
+            Self::Help => {
+                print_usage();
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Why a task failed; its message is printed as `error: <message>`.
+#[derive(Debug)]
+struct Failure(String);
+
+impl Failure {
+    /// A failure with the given message.
+    fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
+/// What the command line asked for.
+#[derive(Debug, PartialEq, Eq)]
+enum Invocation {
+    /// Run this task.
+    Run(Task),
+    /// The command line is wrong; the message says how.
+    Usage(String),
+}
+
+/// Parses the arguments after the program name.
+fn parse_args(args: &[OsString]) -> Invocation {
+    let Some(first) = args.first() else {
+        return Invocation::Run(Task::Help);
+    };
+    let Some(name) = first.to_str() else {
+        return Invocation::Usage(format!("task name is not UTF-8: {}", first.display()));
+    };
+    let Some(task) = Task::parse(name) else {
+        return Invocation::Usage(format!("unknown task `{name}`"));
+    };
+    if let Some(extra) = args.get(1) {
+        return Invocation::Usage(format!(
+            "`{name}` takes no arguments, got {:?}",
+            extra.to_string_lossy()
+        ));
+    }
+    Invocation::Run(task)
+}
+
+/// Prints the usage text to stdout (it was asked for).
+#[expect(
+    clippy::print_stdout,
+    reason = "usage text that the user asked for belongs on stdout"
+)]
+fn print_usage() {
+    print!("{USAGE}");
+}
+
+/// The root of the workspace: the parent of this crate's folder.
+fn workspace_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}
+
+/// A `Command` for the cargo that runs us (the `CARGO` variable), run from the workspace root.
+fn cargo(root: &Path) -> Command {
+    let program = env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let mut command = Command::new(program);
+    command.current_dir(root);
+    command
+}
+
+/// Runs `cargo metadata --format-version 1 --no-deps` and parses its output.
+fn metadata(root: &Path) -> Result<serde_json::Value, Failure> {
+    let output = cargo(root)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()
+        .map_err(|error| Failure::new(format!("could not run cargo metadata: {error}")))?;
+    if !output.status.success() {
+        return Err(Failure::new(format!(
+            "cargo metadata failed ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        )));
+    }
+    serde_json::from_slice(&output.stdout)
+        .map_err(|error| Failure::new(format!("cargo metadata printed invalid JSON: {error}")))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = env::args_os().skip(1).collect();
+    match parse_args(&args) {
+        Invocation::Usage(message) => {
+            eprintln!("error: {message}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+        Invocation::Run(task) => match task.run(&workspace_root()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(Failure(message)) => {
+                eprintln!("error: {message}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn no_arguments_means_help() {
+        assert_eq!(parse_args(&[]), Invocation::Run(Task::Help));
+        assert_eq!(parse_args(&args(&["--help"])), Invocation::Run(Task::Help));
+    }
+
+    #[test]
+    fn known_tasks_parse() {
+        assert_eq!(parse_args(&args(&["ci"])), Invocation::Run(Task::Ci));
+        assert_eq!(parse_args(&args(&["deps"])), Invocation::Run(Task::Deps));
+        assert_eq!(parse_args(&args(&["tidy"])), Invocation::Run(Task::Tidy));
+    }
+
+    #[test]
+    fn unknown_task_and_extra_arguments_are_usage_errors() {
+        assert!(matches!(
+            parse_args(&args(&["bogus"])),
+            Invocation::Usage(_)
+        ));
+        assert!(matches!(
+            parse_args(&args(&["deps", "--x"])),
+            Invocation::Usage(_)
+        ));
+    }
+
+    #[test]
+    fn workspace_root_holds_the_workspace_manifest() {
+        assert!(workspace_root().join("Cargo.toml").is_file());
+        assert!(workspace_root().join("xtask").is_dir());
+    }
+}

@@ -1,0 +1,601 @@
+//! `cargo xtask tidy`: the repository's file conventions, checked.
+//!
+//! - Every `*.rs` file under a member's `src/`, `tests/`, `benches/` and `examples/` starts
+//!   (after blank lines) with a `//!` doc comment.
+//! - No leftover `dbg!(`, `todo!(` or `unimplemented!(` in code. String and character literals
+//!   and comments are skipped; this file is not checked for them, since it names them.
+//! - Each member's package name is `kcache-<folder>`.
+//! - Each internal dependency in `[workspace.dependencies]` has both `path` and `version`.
+//!
+//! The checks are pure functions over text; [`run`] feeds them the files of the workspace.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::Failure;
+
+/// The folders of a member whose `*.rs` files are checked.
+const SOURCE_FOLDERS: &[&str] = &["src", "tests", "benches", "examples"];
+
+/// Macros that must not be left in code.
+const FORBIDDEN_MACROS: &[&str] = &["dbg", "todo", "unimplemented"];
+
+/// This file, relative to the workspace root: it names the forbidden macros, so it is not checked
+/// for them.
+const SELF_PATH: &str = "xtask/src/tidy.rs";
+
+/// One problem found by tidy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Problem {
+    /// The file, relative to the workspace root.
+    pub(crate) path: PathBuf,
+    /// The 1-based line, if the problem has one.
+    pub(crate) line: Option<usize>,
+    /// What is wrong.
+    pub(crate) message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Checks that `text` starts, after blank lines, with a `//!` line.
+pub(crate) fn check_header(text: &str) -> Option<String> {
+    match text.lines().find(|line| !line.trim().is_empty()) {
+        None => Some("empty file: start it with a `//!` doc comment".to_owned()),
+        Some(line) if line.trim_start().starts_with("//!") => None,
+        Some(_) => {
+            Some("the file must start with a `//!` doc comment saying what it is".to_owned())
+        }
+    }
+}
+
+/// Whether `c` can be part of an identifier.
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// The index just past the (possibly nested) block comment that starts at `start`, or the end
+/// of `chars` if it is not closed.
+fn block_comment_end(chars: &[char], start: usize) -> usize {
+    let at = |index: usize| chars.get(index).copied();
+    let mut depth = 0_usize;
+    let mut i = start;
+    while i < chars.len() {
+        if chars[i] == '/' && at(i + 1) == Some('*') {
+            depth += 1;
+            i += 2;
+        } else if chars[i] == '*' && at(i + 1) == Some('/') {
+            depth -= 1;
+            i += 2;
+            if depth == 0 {
+                return i;
+            }
+        } else {
+            i += 1;
+        }
+    }
+    chars.len()
+}
+
+/// Returns `text` with the contents of comments and of string, byte-string, raw-string and
+/// character literals replaced by spaces, keeping line breaks, so that line numbers still hold.
+pub(crate) fn blank_literals_and_comments(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |out: &mut String, slice: &[char]| {
+        out.extend(slice.iter().map(|&c| if c == '\n' { '\n' } else { ' ' }));
+    };
+    let at = |index: usize| chars.get(index).copied();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let start = i;
+        if c == '/' && at(i + 1) == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                i += 1;
+            }
+            blank(&mut out, &chars[start..i]);
+        } else if c == '/' && at(i + 1) == Some('*') {
+            i = block_comment_end(&chars, i);
+            blank(&mut out, &chars[start..i]);
+        } else if c == '"' {
+            i += 1;
+            while i < chars.len() && chars[i] != '"' {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+            let close = i.min(chars.len());
+            out.push('"');
+            blank(&mut out, &chars[start + 1..close]);
+            if close < chars.len() {
+                out.push('"');
+                i = close + 1;
+            }
+        } else if c == '\'' {
+            // A character literal (`'x'`, `'\n'`, `'\u{1F600}'`) or a lifetime (`'a`).
+            let literal_end = if at(i + 1) == Some('\\') {
+                (i + 3..chars.len())
+                    .find(|&j| chars[j] == '\'')
+                    .map(|j| j + 1)
+            } else if at(i + 2) == Some('\'') {
+                Some(i + 3)
+            } else {
+                None
+            };
+            if let Some(end) = literal_end {
+                out.push('\'');
+                blank(&mut out, &chars[start + 1..end - 1]);
+                out.push('\'');
+                i = end;
+            } else {
+                out.push(c);
+                i += 1;
+            }
+        } else if is_ident(c) {
+            while i < chars.len() && is_ident(chars[i]) {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            let raw_prefix = matches!(word.as_str(), "r" | "br" | "cr");
+            let hashes = chars[i..].iter().take_while(|&&c| c == '#').count();
+            if raw_prefix && at(i + hashes) == Some('"') {
+                // A raw string: it ends at `"` followed by the same number of `#`.
+                let body = i + hashes + 1;
+                let closing = (body..chars.len()).find(|&j| {
+                    chars[j] == '"'
+                        && chars[j + 1..]
+                            .iter()
+                            .take(hashes)
+                            .filter(|&&c| c == '#')
+                            .count()
+                            == hashes
+                });
+                out.push_str(&word);
+                out.extend(std::iter::repeat_n('#', hashes));
+                out.push('"');
+                blank(&mut out, &chars[body..closing.unwrap_or(chars.len())]);
+                i = chars.len();
+                if let Some(close) = closing {
+                    out.push('"');
+                    out.extend(std::iter::repeat_n('#', hashes));
+                    i = close + 1 + hashes;
+                }
+            } else {
+                out.push_str(&word);
+            }
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The forbidden macro invocations in the code of `text`, as (1-based line, macro name).
+pub(crate) fn forbidden_macros(text: &str) -> Vec<(usize, &'static str)> {
+    let code = blank_literals_and_comments(text);
+    let mut found = Vec::new();
+    for (index, line) in code.lines().enumerate() {
+        for name in FORBIDDEN_MACROS {
+            let pattern = format!("{name}!(");
+            let mut from = 0;
+            while let Some(offset) = line[from..].find(&pattern) {
+                let position = from + offset;
+                if !line[..position].chars().next_back().is_some_and(is_ident) {
+                    found.push((index + 1, *name));
+                }
+                from = position + pattern.len();
+            }
+        }
+    }
+    found
+}
+
+/// Checks that the package in folder `folder` is named `kcache-<folder>`.
+pub(crate) fn check_package_name(name: &str, folder: &str) -> Option<String> {
+    let expected = format!("kcache-{folder}");
+    (name != expected).then(|| {
+        format!("the package in `{folder}/` is named `{name}`: it must be named `{expected}`")
+    })
+}
+
+/// Whether the inline table or value `value` sets the key `key` (`key = ...`).
+fn sets_key(value: &str, key: &str) -> bool {
+    let mut rest = value;
+    while let Some(position) = rest.find(key) {
+        let before = rest[..position].chars().next_back();
+        let after = rest[position + key.len()..].trim_start();
+        if before.is_none_or(|c| c == '{' || c == ',' || c.is_whitespace())
+            && after.starts_with('=')
+        {
+            return true;
+        }
+        rest = &rest[position + key.len()..];
+    }
+    false
+}
+
+/// What the workspace manifest says about one entry of `[workspace.dependencies]`.
+#[derive(Debug, Default)]
+struct Entry {
+    /// The 1-based line where the entry starts.
+    line: usize,
+    /// Whether it has a `path`.
+    path: bool,
+    /// Whether it has a `version`.
+    version: bool,
+}
+
+/// Checks that every internal dependency (one with a `path`, named like a member in `members`,
+/// or named `kcache-*`) in the `[workspace.dependencies]` of `manifest` has both `path` and
+/// `version`. Returns (1-based line, message) for each that does not.
+pub(crate) fn check_workspace_dependencies(
+    manifest: &str,
+    members: &[&str],
+) -> Vec<(usize, String)> {
+    const SECTION: &str = "workspace.dependencies";
+    let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
+    // `Some(None)`: in `[workspace.dependencies]`; `Some(Some(name))`: in its `.name` subtable.
+    let mut section: Option<Option<String>> = None;
+    for (index, raw) in manifest.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_end_matches(']').trim();
+            section = if header == SECTION {
+                Some(None)
+            } else {
+                header
+                    .strip_prefix(SECTION)
+                    .and_then(|rest| rest.strip_prefix('.'))
+                    .map(|name| Some(unquote(name).to_owned()))
+            };
+            if let Some(Some(name)) = &section {
+                entries.entry(name.clone()).or_insert(Entry {
+                    line: index + 1,
+                    ..Entry::default()
+                });
+            }
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        match &section {
+            None => {}
+            Some(Some(name)) => {
+                let entry = entries.entry(name.clone()).or_default();
+                match unquote(key.trim()) {
+                    "path" => entry.path = true,
+                    "version" => entry.version = true,
+                    _ => {}
+                }
+            }
+            Some(None) => {
+                let key = key.trim();
+                let (name, field) = match key.split_once('.') {
+                    Some((name, field)) => (unquote(name.trim()), Some(unquote(field.trim()))),
+                    None => (unquote(key), None),
+                };
+                let entry = entries.entry(name.to_owned()).or_insert(Entry {
+                    line: index + 1,
+                    ..Entry::default()
+                });
+                let value = value.trim();
+                match field {
+                    Some("path") => entry.path = true,
+                    Some("version") => entry.version = true,
+                    Some(_) => {}
+                    None if value.starts_with('{') => {
+                        entry.path |= sets_key(value, "path");
+                        entry.version |= sets_key(value, "version");
+                    }
+                    // `name = "1.2"` is a version.
+                    None => entry.version = true,
+                }
+            }
+        }
+    }
+    entries
+        .into_iter()
+        .filter(|(name, entry)| {
+            entry.path || members.contains(&name.as_str()) || name.starts_with("kcache-")
+        })
+        .filter_map(|(name, entry)| {
+            let missing = match (entry.path, entry.version) {
+                (true, true) => return None,
+                (false, false) => "`path` and `version`",
+                (false, true) => "`path`",
+                (true, false) => "`version`",
+            };
+            Some((
+                entry.line,
+                format!("internal dependency `{name}` needs {missing}"),
+            ))
+        })
+        .collect()
+}
+
+/// `text` without one pair of surrounding double quotes, if it has them.
+fn unquote(text: &str) -> &str {
+    text.strip_prefix('"')
+        .and_then(|rest| rest.strip_suffix('"'))
+        .unwrap_or(text)
+}
+
+/// Every `*.rs` file under `dir`, recursively, skipping `target/` and hidden folders; sorted.
+fn rust_files(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let entries = fs::read_dir(&dir)
+            .map_err(|error| Failure::new(format!("cannot list {}: {error}", dir.display())))?;
+        for entry in entries {
+            let entry = entry
+                .map_err(|error| Failure::new(format!("cannot list {}: {error}", dir.display())))?;
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let file_type = entry.file_type().map_err(|error| {
+                Failure::new(format!("cannot stat {}: {error}", path.display()))
+            })?;
+            if file_type.is_dir() {
+                if name != "target" && !name.starts_with('.') {
+                    pending.push(path);
+                }
+            } else if name.ends_with(".rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Runs every check on the workspace at `root` and returns the problems found.
+fn problems(root: &Path) -> Result<Vec<Problem>, Failure> {
+    let metadata = crate::metadata(root)?;
+    let relative = |path: &Path| path.strip_prefix(root).unwrap_or(path).to_path_buf();
+    let mut problems = Vec::new();
+    let mut member_names = Vec::new();
+    let packages = metadata
+        .get("packages")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    for package in packages {
+        let name = package
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        member_names.push(name);
+        let manifest = Path::new(
+            package
+                .get("manifest_path")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        );
+        let Some(dir) = manifest.parent() else {
+            continue;
+        };
+        let folder = dir
+            .file_name()
+            .map(|folder| folder.to_string_lossy())
+            .unwrap_or_default();
+        if let Some(message) = check_package_name(name, &folder) {
+            problems.push(Problem {
+                path: relative(manifest),
+                line: None,
+                message,
+            });
+        }
+        for source_folder in SOURCE_FOLDERS {
+            let source_dir = dir.join(source_folder);
+            if !source_dir.is_dir() {
+                continue;
+            }
+            for file in rust_files(&source_dir)? {
+                let path = relative(&file);
+                let text = fs::read_to_string(&file).map_err(|error| {
+                    Failure::new(format!("cannot read {}: {error}", file.display()))
+                })?;
+                if let Some(message) = check_header(&text) {
+                    problems.push(Problem {
+                        path: path.clone(),
+                        line: Some(1),
+                        message,
+                    });
+                }
+                if path == Path::new(SELF_PATH) {
+                    continue;
+                }
+                for (line, name) in forbidden_macros(&text) {
+                    let message = format!("leftover `{name}!`: remove it before committing");
+                    problems.push(Problem {
+                        path: path.clone(),
+                        line: Some(line),
+                        message,
+                    });
+                }
+            }
+        }
+    }
+    let manifest_path = root.join("Cargo.toml");
+    let manifest = fs::read_to_string(&manifest_path).map_err(|error| {
+        Failure::new(format!("cannot read {}: {error}", manifest_path.display()))
+    })?;
+    for (line, message) in check_workspace_dependencies(&manifest, &member_names) {
+        problems.push(Problem {
+            path: PathBuf::from("Cargo.toml"),
+            line: Some(line),
+            message,
+        });
+    }
+    Ok(problems)
+}
+
+/// Runs tidy on the workspace at `root`, printing every problem found.
+pub(crate) fn run(root: &Path) -> Result<(), Failure> {
+    let problems = problems(root)?;
+    if problems.is_empty() {
+        eprintln!("tidy: no problems found");
+        return Ok(());
+    }
+    for problem in &problems {
+        eprintln!("{problem}");
+    }
+    Err(Failure::new(format!(
+        "tidy: {} problem(s) found",
+        problems.len()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_must_be_a_module_doc_comment() {
+        assert_eq!(check_header("//! A module.\nfn f() {}\n"), None);
+        assert_eq!(check_header("\n\n  \n//! After blank lines.\n"), None);
+        assert!(check_header("").is_some());
+        assert!(check_header("\n\n").is_some());
+        assert!(check_header("/// An item doc.\nfn f() {}\n").is_some());
+        assert!(check_header("// A comment.\n//! Too late.\n").is_some());
+        assert!(check_header("#![forbid(unsafe_code)]\n//! Too late.\n").is_some());
+        assert!(check_header("use std::fmt;\n").is_some());
+    }
+
+    #[test]
+    fn forbidden_macros_are_found_with_their_lines() {
+        let text = "//! Doc.\nfn f() {\n    let x = dbg!(1);\n    todo!()\n}\nfn g() { unimplemented!(\"x\") }\n";
+        assert_eq!(
+            forbidden_macros(text),
+            [(3, "dbg"), (4, "todo"), (6, "unimplemented")]
+        );
+        assert_eq!(forbidden_macros("fn f() { std::dbg!(1); }"), [(1, "dbg")]);
+        assert_eq!(
+            forbidden_macros("a(); dbg!(1); dbg!(2);"),
+            [(1, "dbg"), (1, "dbg")]
+        );
+    }
+
+    #[test]
+    fn forbidden_macros_in_literals_and_comments_are_ignored() {
+        let text = concat!(
+            "//! Mentions dbg!( in a doc.\n",
+            "const A: &str = \"dbg!(x)\";\n",
+            "const B: &str = \"escaped \\\" todo!(\";\n",
+            "const C: &str = r#\"raw \" unimplemented!(\"#;\n",
+            "const D: &[u8] = br\"todo!(\";\n",
+            "const E: char = '\"'; // todo!( in a comment\n",
+            "/* block dbg!( /* nested todo!( */ still */\n",
+            "fn f<'a>(x: &'a str) -> &'a str { x }\n",
+            "fn g() { my_dbg!(1); not_todo!(2); }\n",
+            "fn h() { dbg!(3) }\n",
+        );
+        assert_eq!(forbidden_macros(text), [(10, "dbg")]);
+    }
+
+    #[test]
+    fn blanking_keeps_lines_and_code() {
+        let text = "let s = \"a\nb\"; let c = '\\n'; let r = r##\"x\"#y\"##; 'label: loop {}";
+        let blanked = blank_literals_and_comments(text);
+        assert_eq!(blanked.lines().count(), text.lines().count());
+        assert!(blanked.contains("let c = '  ';"), "{blanked}");
+        assert!(blanked.contains("r##\"    \"##;"), "{blanked}");
+        assert!(blanked.contains("'label: loop {}"), "{blanked}");
+        assert!(!blanked.contains("#y"), "{blanked}");
+    }
+
+    #[test]
+    fn unterminated_literals_do_not_panic() {
+        for text in ["\"open", "r#\"open", "'\\", "/* open", "r#", "'"] {
+            let _ = forbidden_macros(text);
+        }
+    }
+
+    #[test]
+    fn package_names_follow_their_folder() {
+        assert_eq!(check_package_name("kcache-store", "store"), None);
+        assert_eq!(
+            check_package_name("kcache-client-http", "client-http"),
+            None
+        );
+        assert!(check_package_name("xtask", "xtask").is_some());
+        assert!(check_package_name("kcache-http", "client-http").is_some());
+    }
+
+    #[test]
+    fn internal_workspace_dependencies_need_path_and_version() {
+        let manifest = r#"
+[workspace]
+members = ["store", "queue"]
+
+[workspace.dependencies]
+kcache-store = { path = "store", version = "0.1.0" }
+kcache-queue = { path = "queue" }
+kcache-informer = { version = "0.1.0" }
+kcache-testing.path = "testing"
+kcache-testing.version = "0.1.0"
+local-helper = { path = "helper" }
+serde = { version = "1", features = ["derive"] }
+serde_json = "1"
+tokio = { version = "1", default-features = false }
+
+[workspace.dependencies.kcache-reflector]
+path = "reflector"
+
+[workspace.dependencies.kcache-client-http]
+path = "client-http"
+version = "0.1.0"
+
+[profile.release]
+path = "nonsense"
+"#;
+        let found = check_workspace_dependencies(manifest, &["kcache-store", "kcache-queue"]);
+        let messages: Vec<String> = found
+            .iter()
+            .map(|(line, message)| format!("{line}: {message}"))
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "8: internal dependency `kcache-informer` needs `path`",
+                "7: internal dependency `kcache-queue` needs `version`",
+                "16: internal dependency `kcache-reflector` needs `version`",
+                "11: internal dependency `local-helper` needs `version`",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_real_workspace_manifest_is_tidy() {
+        let root = crate::workspace_root();
+        let manifest = fs::read_to_string(root.join("Cargo.toml")).expect("workspace manifest");
+        assert_eq!(check_workspace_dependencies(&manifest, &[]), Vec::new());
+    }
+
+    #[test]
+    fn xtask_itself_is_tidy() {
+        let root = crate::workspace_root();
+        for file in rust_files(&root.join("xtask")).expect("list xtask") {
+            let text = fs::read_to_string(&file).expect("read");
+            assert_eq!(check_header(&text), None, "{}", file.display());
+            if !file.ends_with("tidy.rs") {
+                assert_eq!(forbidden_macros(&text), Vec::new(), "{}", file.display());
+            }
+        }
+    }
+}
