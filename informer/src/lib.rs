@@ -1,4 +1,106 @@
 //! `Controller` and `SharedIndexInformer`: the cache and event fan-out controllers build on.
 //!
-//! This crate sits above `kcache-store`, `kcache-queue` and `kcache-reflector`. It is not built
-//! yet: it exports nothing until the informer issue lands.
+//! An informer lists and watches one resource through any
+//! [`ListerWatcher`](kcache_reflector::ListerWatcher), keeps an indexed cache of it, and tells
+//! handlers (or streams) what changed, with client-go's semantics: late handlers replay the
+//! cache, deletions missed during a disconnect arrive as tombstones, resyncs go to the handlers
+//! that asked for them, and "synced" means the initial list reached the cache (for the informer)
+//! or the handler (for a [`Registration`]).
+//!
+//! This crate sits above `kcache-store`, `kcache-queue` and `kcache-reflector`, and never
+//! depends on an HTTP client: the backend is whatever `ListerWatcher` you pass in.
+//!
+//! # Example: a complete controller
+//!
+//! The handler only enqueues keys; a worker reconciles each key by looking the object up in
+//! the lister, which is how client-go controllers are written. The `FakeListerWatcher` stands
+//! in for an API server; `kcache-client-http` provides the real one.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use kcache_informer::{HandlerFuncs, SharedIndexInformer, wait_for_cache_sync};
+//! use kcache_store::{DynamicObject, Indexers, ObjectKey, deletion_handling_key};
+//! use kcache_testing::FakeListerWatcher;
+//! use tokio::sync::mpsc;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let api = FakeListerWatcher::<DynamicObject>::new();
+//! api.handle().add(DynamicObject::new(Some("shop"), "web"));
+//!
+//! let informer = SharedIndexInformer::with_indexers(
+//!     Arc::new(api.clone()),
+//!     Duration::from_secs(300),
+//!     Indexers::new().with_namespace(),
+//! );
+//!
+//! // The handler turns every change into a key on the work queue.
+//! let (work, mut keys) = mpsc::unbounded_channel::<ObjectKey>();
+//! let (w1, w2, w3) = (work.clone(), work.clone(), work);
+//! let registration = informer.add_event_handler(
+//!     HandlerFuncs::new()
+//!         .on_added(move |o: &Arc<DynamicObject>, _| {
+//!             let _ = w1.send(kcache_store::meta_namespace_key(&**o).expect("named"));
+//!         })
+//!         .on_updated(move |_, new: &Arc<DynamicObject>| {
+//!             let _ = w2.send(kcache_store::meta_namespace_key(&**new).expect("named"));
+//!         })
+//!         .on_deleted(move |gone| {
+//!             let _ = w3.send(deletion_handling_key(gone).expect("keyed"));
+//!         }),
+//! )?;
+//!
+//! let cancel = CancellationToken::new();
+//! let run = tokio::spawn({
+//!     let (informer, cancel) = (informer.clone(), cancel.clone());
+//!     async move { informer.run(cancel).await }
+//! });
+//! assert!(wait_for_cache_sync(&cancel, &[&|| registration.has_synced()]).await);
+//!
+//! // The worker: reconcile each key against the cache, never against the server.
+//! let lister = informer.lister();
+//! let mut reconcile = async || -> Result<(String, bool), kcache_store::KeyError> {
+//!     let key = keys.recv().await.expect("handler alive");
+//!     let (ns, name) = key.split()?;
+//!     let exists = lister.namespace(ns.unwrap_or_default()).get(name).is_some();
+//!     Ok((key.to_string(), exists))
+//! };
+//! assert_eq!(reconcile().await?, ("shop/web".to_owned(), true));
+//! api.handle().delete(&DynamicObject::new(Some("shop"), "web"));
+//! assert_eq!(reconcile().await?, ("shop/web".to_owned(), false));
+//!
+//! cancel.cancel();
+//! run.await??;
+//! # Ok(())
+//! # }
+//! ```
+#![doc(test(attr(deny(warnings))))]
+
+mod controller;
+mod error;
+mod event;
+mod factory;
+mod handler;
+mod listener;
+mod process;
+mod processor;
+mod read_only;
+mod registration;
+mod shared_informer;
+mod stream;
+mod transform;
+mod wait;
+
+pub use self::controller::{Config, Controller, ProcessDeltasFn};
+pub use self::error::{Error, Result};
+pub use self::event::Event;
+pub use self::factory::InformerFactory;
+pub use self::handler::{FilteringHandler, HandlerFuncs, ResourceEventHandler};
+pub use self::read_only::ReadOnlyIndexer;
+pub use self::registration::Registration;
+pub use self::shared_informer::{QueueKind, SharedIndexInformer, TransformFn, WatchErrorHandler};
+pub use self::stream::EventStream;
+pub use self::transform::{ClearManagedFields, strip_managed_fields};
+pub use self::wait::wait_for_cache_sync;

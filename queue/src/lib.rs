@@ -1,4 +1,106 @@
-//! Queues between a reflector and its consumer: `Fifo`, `DeltaFifo` and `RealFifo`.
+//! Queues between a reflector and its consumer: [`Fifo`], [`DeltaFifo`] and [`RealFifo`].
 //!
-//! This crate sits above `kcache-store` and below `kcache-informer`. It is not built yet: it
-//! exports nothing until the queue issue lands.
+//! This crate sits above `kcache-store` and below `kcache-informer`. A reflector writes into a
+//! queue through the [`Store`](kcache_store::Store) trait (`add`, `update`, `delete`, `replace`,
+//! `resync`, `bookmark`); one consumer takes items out with the async, cancel-safe
+//! [`Queue::pop`], which hands each item to a synchronous process function. Deltas carry
+//! `Arc<T>`: no object is ever copied.
+//!
+//! - [`RealFifo`]: client-go's default since 1.36. Every event in order, a relist as one atomic
+//!   [`Delta::ReplacedAll`], a resync as one [`Delta::SyncAll`], bookmarks passed through.
+//! - [`DeltaFifo`]: client-go's classic queue of deltas per key, with tombstones on relist,
+//!   known objects, delete dedup and resync rules.
+//! - [`Fifo`]: the latest object per key.
+//!
+//! # Example
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! use kcache_queue::{Delta, DeltaFifo, Queue};
+//! use kcache_store::{Cache, DynamicObject, Store};
+//!
+//! // The consumer's cache doubles as the queue's known objects.
+//! let cache = Arc::new(Cache::<DynamicObject>::new());
+//! let fifo = DeltaFifo::builder()
+//!     .known_objects(Arc::clone(&cache))
+//!     .emit_delta_type_replaced(true)
+//!     .build();
+//!
+//! let a = Arc::new(DynamicObject::new(Some("ns"), "a"));
+//! fifo.replace(vec![Arc::clone(&a)], "1")?;
+//! assert!(!fifo.has_synced());
+//!
+//! let mut apply = |deltas: kcache_queue::Deltas<DynamicObject>| {
+//!     for delta in deltas {
+//!         match delta {
+//!             Delta::Deleted(gone) => {
+//!                 let key = kcache_store::deletion_handling_key(&gone).map_err(kcache_queue::ProcessError::failed)?;
+//!                 if let Some(obj) = cache.get_by_key(key.as_str()) {
+//!                     cache.delete(obj).map_err(kcache_queue::ProcessError::failed)?;
+//!                 }
+//!             }
+//!             other => {
+//!                 if let Some(obj) = other.object() {
+//!                     cache.add(Arc::clone(obj)).map_err(kcache_queue::ProcessError::failed)?;
+//!                 }
+//!             }
+//!         }
+//!     }
+//!     Ok(())
+//! };
+//! fifo.pop(&mut apply).await?;
+//! assert!(fifo.has_synced());
+//!
+//! // A relist without `a`: the queue reports the deletion the watch missed.
+//! fifo.replace(vec![], "2")?;
+//! fifo.pop(&mut apply).await?;
+//! assert!(cache.is_empty());
+//!
+//! fifo.close();
+//! assert!(fifo.pop(&mut apply).await.is_err_and(|e| e.is_closed()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! # Checking a queue with the reference models
+//!
+//! `kcache-testing` holds a reference model of each queue and proptest invariants over random
+//! operation sequences (writes, deletions behind the watcher's back, relists with and without
+//! known objects, resyncs, pops with and without requeue, close). Run them with a fixed seed:
+//!
+//! ```
+//! use proptest::test_runner::{Config, RngSeed, TestRunner};
+//! use kcache_testing::{check_delta_fifo_against_model, queue_ops};
+//!
+//! let mut runner = TestRunner::new(Config {
+//!     cases: 16,
+//!     rng_seed: RngSeed::Fixed(7),
+//!     failure_persistence: None,
+//!     ..Config::default()
+//! });
+//! runner.run(&queue_ops(), |ops| check_delta_fifo_against_model(&ops))?;
+//! # Ok::<(), proptest::test_runner::TestError<Vec<kcache_testing::QueueOp>>>(())
+//! ```
+//!
+//! [`check_delta_fifo_like`](../kcache_testing/fn.check_delta_fifo_like.html) runs the same
+//! invariants against any [`Queue`] of your own that promises `DeltaFifo`'s semantics.
+#![doc(test(attr(deny(warnings))))]
+
+mod delta;
+mod delta_fifo;
+mod error;
+mod fifo;
+mod known_objects;
+mod lifecycle;
+mod queue;
+mod real_fifo;
+mod transform;
+
+pub use self::delta::{Delta, DeltaType, Deltas};
+pub use self::delta_fifo::{DeltaFifo, DeltaFifoBuilder};
+pub use self::error::{Error, PopError, ProcessError, Result};
+pub use self::fifo::Fifo;
+pub use self::queue::{PopFuture, ProcessFn, Queue};
+pub use self::real_fifo::{RealFifo, RealFifoBuilder};
+pub use self::transform::TransformFunc;

@@ -1,4 +1,76 @@
 //! `ListerWatcher` and the `Reflector` that keeps a store in step with the API server.
 //!
-//! This crate sits above `kcache-store` and below `kcache-informer`. It is not built yet: it
-//! exports nothing until the reflector issue lands.
+//! This crate sits above `kcache-store` and below `kcache-informer`. The only seam to the API
+//! server is [`ListerWatcher`] (async, dyn-compatible): `kcache-client-http` implements it over
+//! HTTP, `kcache-testing` in memory. The [`Reflector`] speaks client-go's list/watch protocol
+//! through it (streaming lists, pagination, bookmarks, 410 relists, backoff, `Retry-After`) and
+//! writes into any [`Store`](kcache_store::Store): a cache or a queue.
+//!
+//! No tokio runtime is needed here: [`Reflector::run`] is a future the caller polls, stopped by a
+//! `CancellationToken`.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use kcache_reflector::{ListOptions, Reflector};
+//! use kcache_store::{Cache, DynamicObject, Store};
+//! use kcache_testing::FakeListerWatcher;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let fake = FakeListerWatcher::<DynamicObject>::new();
+//! let handle = fake.handle();
+//! let mut web = DynamicObject::new(Some("default"), "web");
+//! web.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+//! handle.add(web.clone());
+//!
+//! let cache = Arc::new(Cache::<DynamicObject>::new());
+//! let reflector = Reflector::builder(Arc::new(fake), cache.clone())
+//!     .name("pods")
+//!     .list_options(ListOptions::default().with_label_selector("app=web"))
+//!     .build();
+//!
+//! let cancel = CancellationToken::new();
+//! tokio::join!(reflector.run(cancel.clone()), async {
+//!     handle.wait_for_watches(1).await; // the streaming list is done
+//!     let mut api = web.clone();
+//!     api.metadata.name = Some("api".to_owned());
+//!     handle.add(api);
+//!     handle.add(DynamicObject::new(Some("default"), "db")); // not selected
+//!     kcache_testing::wait_until(Duration::from_secs(5), || cache.len() == 2).await;
+//!     cancel.cancel();
+//! });
+//! assert_eq!(cache.len(), 2);
+//! assert_eq!(reflector.last_sync_resource_version(), "2");
+//! # }
+//! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![doc(test(attr(deny(warnings))))]
+
+mod backoff;
+mod error;
+mod lister_watcher;
+mod object_list;
+mod options;
+mod reflector;
+mod status;
+mod watch_event;
+
+pub use self::backoff::{Backoff, BackoffConfig};
+pub use self::error::{BoxError, Error, Result};
+pub use self::lister_watcher::{ListerWatcher, WatchStream};
+pub use self::object_list::ObjectList;
+pub use self::options::{ListOptions, ResourceVersionMatch};
+pub use self::reflector::{
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_PAGE_SIZE, ErrorHook, MIN_WATCH_TIMEOUT, Reflector,
+    ReflectorBuilder, ShouldResyncFn, TransformFn,
+};
+pub use self::status::{
+    CAUSE_RESOURCE_VERSION_TOO_LARGE, REASON_BAD_REQUEST, REASON_EXPIRED, REASON_GONE,
+    REASON_INTERNAL_ERROR, REASON_INVALID, REASON_TIMEOUT, REASON_TOO_MANY_REQUESTS, Status,
+    StatusCause, StatusDetails, StatusMetadata, TOO_LARGE_RESOURCE_VERSION_MESSAGE,
+};
+pub use self::watch_event::{Bookmark, EventType, INITIAL_EVENTS_END_ANNOTATION, WatchEvent};

@@ -1,0 +1,167 @@
+//! [`Controller`]: a reflector feeding a queue, and a loop popping it into a process function.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcache_queue::{Deltas, ProcessError, Queue};
+use kcache_reflector::{ListOptions, ListerWatcher, Reflector};
+use kcache_store::{Object, Store};
+use tokio_util::sync::CancellationToken;
+
+use crate::{TransformFn, WatchErrorHandler};
+
+/// The function a controller hands every popped item to.
+pub type ProcessDeltasFn<T> = Arc<dyn Fn(Deltas<T>) -> Result<(), ProcessError<T>> + Send + Sync>;
+
+/// What a [`Controller`] is made of (client-go's `cache.Config`).
+pub struct Config<T> {
+    /// The queue between the reflector and the process function.
+    pub queue: Arc<dyn Queue<T>>,
+    /// Where objects come from.
+    pub lister_watcher: Arc<dyn ListerWatcher<T>>,
+    /// Called with every popped item, synchronously, in order.
+    pub process: ProcessDeltasFn<T>,
+    /// How often to ask `should_resync` (zero: never resync).
+    pub full_resync_period: Duration,
+    /// Whether a resync is due now; `None` resyncs on every period.
+    pub should_resync: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+    /// Told of every list and watch error.
+    pub watch_error_handler: Option<WatchErrorHandler>,
+    /// Applied to every object before it is queued.
+    pub transform: Option<TransformFn<T>>,
+    /// Selectors carried by every list and watch.
+    pub list_options: ListOptions,
+    /// Called once, as soon as the queue's initial items have been processed.
+    pub on_synced: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl<T: Object> Config<T> {
+    /// A config with no resync, no hooks and no selectors.
+    pub fn new(
+        queue: Arc<dyn Queue<T>>,
+        lister_watcher: Arc<dyn ListerWatcher<T>>,
+        process: ProcessDeltasFn<T>,
+    ) -> Self {
+        Self {
+            queue,
+            lister_watcher,
+            process,
+            full_resync_period: Duration::ZERO,
+            should_resync: None,
+            watch_error_handler: None,
+            transform: None,
+            list_options: ListOptions::default(),
+            on_synced: None,
+        }
+    }
+}
+
+impl<T> fmt::Debug for Config<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("full_resync_period", &self.full_resync_period)
+            .field("list_options", &self.list_options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A reflector into a queue plus the loop that pops it (client-go's `controller`).
+///
+/// [`SharedIndexInformer`](crate::SharedIndexInformer) is built on it; use it directly for a
+/// single consumer with its own process function.
+pub struct Controller<T: Object> {
+    queue: Arc<dyn Queue<T>>,
+    process: ProcessDeltasFn<T>,
+    reflector: Reflector<T>,
+    on_synced: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+/// How often `run` checks whether the queue has synced while nothing is popped (an empty
+/// initial list syncs without a pop).
+const SYNC_POLL: Duration = Duration::from_millis(100);
+
+impl<T: Object> Controller<T> {
+    /// Builds the controller and its reflector.
+    pub fn new(config: Config<T>) -> Self {
+        let mut builder = Reflector::builder(
+            config.lister_watcher,
+            Arc::clone(&config.queue) as Arc<dyn Store<T>>,
+        )
+        .resync_period(config.full_resync_period)
+        .list_options(config.list_options);
+        if let Some(f) = config.should_resync {
+            builder = builder.should_resync(move || f());
+        }
+        if let Some(h) = config.watch_error_handler {
+            builder = builder.watch_error_handler(move |e| h(e));
+        }
+        if let Some(t) = config.transform {
+            builder = builder.transform(move |o| t(o));
+        }
+        Self {
+            queue: config.queue,
+            process: config.process,
+            reflector: builder.build(),
+            on_synced: config.on_synced,
+        }
+    }
+
+    /// Whether the queue's initial items have been processed.
+    pub fn has_synced(&self) -> bool {
+        self.queue.has_synced()
+    }
+
+    /// The resource version the reflector last synced to.
+    pub fn last_sync_resource_version(&self) -> Option<String> {
+        let rv = self.reflector.last_sync_resource_version();
+        (!rv.is_empty()).then_some(rv)
+    }
+
+    /// Runs the reflector and the process loop until `cancel` fires; then closes the queue.
+    ///
+    /// A process error is logged and the item dropped (client-go 1.33+), unless the process
+    /// function asked for a requeue.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future loses no queued item: popping is cancel-safe.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let reflect = async {
+            self.reflector.run(cancel.clone()).await;
+            self.queue.close();
+        };
+        let process = async {
+            let mut synced = false;
+            let f = &*self.process;
+            let mut process = |deltas| f(deltas);
+            loop {
+                if !synced && self.queue.has_synced() {
+                    synced = true;
+                    if let Some(f) = &self.on_synced {
+                        f();
+                    }
+                }
+                let popped = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => break,
+                    r = self.queue.pop(&mut process) => r,
+                    // Only while unsynced: an empty initial list syncs without a pop.
+                    () = tokio::time::sleep(SYNC_POLL), if !synced => continue,
+                };
+                match popped {
+                    Err(e) if e.is_closed() => break,
+                    Err(e) => tracing::warn!(error = %e, "processing a popped item failed"),
+                    Ok(()) => {}
+                }
+            }
+        };
+        tokio::join!(reflect, process);
+    }
+}
+
+impl<T: Object> fmt::Debug for Controller<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Controller").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,275 @@
+//! The delta-processing table of client-go's controller: how each popped delta changes the
+//! indexer and which events it raises.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kcache_queue::{Delta, Deltas};
+use kcache_store::{DeletedFinalStateUnknown, Indexer, Object, ObjectKey, ObjectOrTombstone};
+
+use crate::Event;
+
+/// Applies `deltas` (oldest first) to `indexer` and reports each resulting event to `emit`,
+/// together with whether it is a resync (an update whose resource version did not change).
+///
+/// | delta | indexer | event |
+/// |---|---|---|
+/// | `Added`, `Updated`, `Replaced`, `Sync` | update if the key is present, add otherwise | `Update(old, new)` or `Add(new, initial)` |
+/// | `Deleted` | delete (by key for a tombstone) | `Delete` |
+/// | `ReplacedAll` | `replace(list, rv)` first | a tombstone `Delete` per key the list lacks, then `Update`/`Add` in list order |
+/// | `SyncAll` | nothing | `Update(o, o)` for every object |
+/// | `Bookmark` | `bookmark(rv)` | none |
+///
+/// # Errors
+///
+/// A store error aborts the remaining deltas of this pop and is returned.
+pub(crate) fn process_deltas<T: Object>(
+    indexer: &dyn Indexer<T>,
+    deltas: Deltas<T>,
+    mut emit: impl FnMut(Event<T>, bool),
+) -> Result<(), kcache_store::Error> {
+    let initial = deltas.is_in_initial_list();
+    for delta in deltas {
+        match delta {
+            Delta::Added(obj) | Delta::Updated(obj) | Delta::Replaced(obj) | Delta::Sync(obj) => {
+                if let Some(old) = indexer.get(&obj)? {
+                    indexer.update(Arc::clone(&obj))?;
+                    let sync = is_resync(&*old, &*obj);
+                    emit(Event::Update { old, new: obj }, sync);
+                } else {
+                    indexer.add(Arc::clone(&obj))?;
+                    emit(
+                        Event::Add {
+                            obj,
+                            is_in_initial_list: initial,
+                        },
+                        false,
+                    );
+                }
+            }
+            Delta::Deleted(gone) => {
+                match &gone {
+                    ObjectOrTombstone::Object(obj) => indexer.delete(Arc::clone(obj))?,
+                    ObjectOrTombstone::Tombstone(t) => indexer.delete_by_key(t.key.as_str())?,
+                }
+                emit(Event::Delete(gone), false);
+            }
+            Delta::ReplacedAll {
+                objects,
+                resource_version,
+            } => replace_all(indexer, objects, &resource_version, initial, &mut emit)?,
+            Delta::SyncAll { objects } => {
+                let objects = if objects.is_empty() {
+                    indexer.list()
+                } else {
+                    objects
+                };
+                for o in objects {
+                    emit(
+                        Event::Update {
+                            old: Arc::clone(&o),
+                            new: o,
+                        },
+                        true,
+                    );
+                }
+            }
+            Delta::Bookmark { resource_version } => indexer.bookmark(&resource_version),
+        }
+    }
+    Ok(())
+}
+
+/// client-go's `reconcileReplacement`: replace first, then tombstones, then updates and adds.
+fn replace_all<T: Object>(
+    indexer: &dyn Indexer<T>,
+    objects: Vec<Arc<T>>,
+    resource_version: &str,
+    initial: bool,
+    emit: &mut impl FnMut(Event<T>, bool),
+) -> Result<(), kcache_store::Error> {
+    let mut before: HashMap<ObjectKey, Arc<T>> = indexer
+        .list_keys()
+        .into_iter()
+        .filter_map(|k| indexer.get_by_key(k.as_str()).map(|o| (k, o)))
+        .collect();
+    let mut changes = Vec::with_capacity(objects.len());
+    for obj in &objects {
+        let key = kcache_store::meta_namespace_key(&**obj)?;
+        changes.push((before.remove(&key), Arc::clone(obj)));
+    }
+    indexer.replace(objects, resource_version)?;
+    let mut gone: Vec<(ObjectKey, Arc<T>)> = before.into_iter().collect();
+    gone.sort_by(|a, b| a.0.cmp(&b.0));
+    for (key, last) in gone {
+        emit(
+            Event::Delete(ObjectOrTombstone::Tombstone(DeletedFinalStateUnknown {
+                key,
+                obj: Some(last),
+            })),
+            false,
+        );
+    }
+    for (old, new) in changes {
+        match old {
+            Some(old) => {
+                let sync = is_resync(&*old, &*new);
+                emit(Event::Update { old, new }, sync);
+            }
+            None => emit(
+                Event::Add {
+                    obj: new,
+                    is_in_initial_list: initial,
+                },
+                false,
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// An update whose resource version did not change is a resync (client-go 1.18+).
+fn is_resync<T: Object>(old: &T, new: &T) -> bool {
+    match (old.resource_version(), new.resource_version()) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcache_store::{Cache, DynamicObject, Store};
+
+    fn obj(name: &str, rv: &str) -> Arc<DynamicObject> {
+        let mut o = DynamicObject::new(Some("ns"), name);
+        o.metadata.resource_version = Some(rv.to_owned());
+        Arc::new(o)
+    }
+
+    fn run(
+        cache: &Cache<DynamicObject>,
+        deltas: Vec<Delta<DynamicObject>>,
+        initial: bool,
+    ) -> Vec<String> {
+        let mut log = Vec::new();
+        process_deltas(cache, Deltas::new(deltas, initial), |e, sync| {
+            log.push(match e {
+                Event::Add {
+                    obj,
+                    is_in_initial_list,
+                } => {
+                    format!(
+                        "add {} {is_in_initial_list}",
+                        obj.metadata.name.as_deref().unwrap_or("")
+                    )
+                }
+                Event::Update { old, new } => format!(
+                    "update {} {}->{} sync={sync}",
+                    new.metadata.name.as_deref().unwrap_or(""),
+                    old.metadata.resource_version.as_deref().unwrap_or(""),
+                    new.metadata.resource_version.as_deref().unwrap_or("")
+                ),
+                Event::Delete(d) => format!(
+                    "delete {} tombstone={}",
+                    d.object()
+                        .and_then(|o| o.metadata.name.clone())
+                        .unwrap_or_default(),
+                    d.is_tombstone()
+                ),
+            });
+        })
+        .unwrap();
+        log
+    }
+
+    #[test]
+    fn single_object_deltas_follow_the_table() {
+        let c = Cache::new();
+        assert_eq!(
+            run(&c, vec![Delta::Added(obj("a", "1"))], true),
+            ["add a true"]
+        );
+        assert_eq!(
+            run(
+                &c,
+                vec![Delta::Updated(obj("a", "2")), Delta::Sync(obj("a", "2"))],
+                false
+            ),
+            ["update a 1->2 sync=false", "update a 2->2 sync=true"]
+        );
+        // Replaced/Sync of an unknown key is an add.
+        assert_eq!(
+            run(&c, vec![Delta::Replaced(obj("b", "3"))], false),
+            ["add b false"]
+        );
+        assert_eq!(
+            run(
+                &c,
+                vec![Delta::Deleted(ObjectOrTombstone::Object(obj("a", "4")))],
+                false
+            ),
+            ["delete a tombstone=false"]
+        );
+        assert!(c.get_by_key("ns/a").is_none());
+        let tomb = ObjectOrTombstone::Tombstone(DeletedFinalStateUnknown {
+            key: ObjectKey::explicit("ns/b"),
+            obj: None,
+        });
+        assert_eq!(
+            run(&c, vec![Delta::Deleted(tomb)], false),
+            ["delete  tombstone=true"]
+        );
+        assert!(c.is_empty());
+        run(
+            &c,
+            vec![Delta::Bookmark {
+                resource_version: "99".into(),
+            }],
+            false,
+        );
+        assert_eq!(c.last_sync_resource_version().as_deref(), Some("99"));
+    }
+
+    #[test]
+    fn replaced_all_reconciles_against_the_store() {
+        let c = Cache::new();
+        run(
+            &c,
+            vec![
+                Delta::Added(obj("keep", "1")),
+                Delta::Added(obj("gone", "1")),
+                Delta::Added(obj("same", "1")),
+            ],
+            true,
+        );
+        let log = run(
+            &c,
+            vec![Delta::ReplacedAll {
+                objects: vec![obj("new", "5"), obj("keep", "5"), obj("same", "1")],
+                resource_version: "5".into(),
+            }],
+            false,
+        );
+        assert_eq!(
+            log,
+            [
+                "delete gone tombstone=true",
+                "add new false",
+                "update keep 1->5 sync=false",
+                "update same 1->1 sync=true"
+            ]
+        );
+        assert_eq!(c.len(), 3);
+        assert_eq!(c.last_sync_resource_version().as_deref(), Some("5"));
+        let log = run(
+            &c,
+            vec![Delta::SyncAll {
+                objects: Vec::new(),
+            }],
+            false,
+        );
+        assert_eq!(log.len(), 3);
+        assert!(log.iter().all(|l| l.ends_with("sync=true")));
+    }
+}

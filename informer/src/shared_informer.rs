@@ -1,0 +1,461 @@
+//! [`SharedIndexInformer`]: one list/watch, one indexed cache, many handlers and streams.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use kcache_queue::{DeltaFifo, Deltas, ProcessError, Queue, RealFifo};
+use kcache_reflector::{ListOptions, ListerWatcher};
+use kcache_store::{Cache, Indexers, Lister, Object, Store};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::controller::{Config, Controller};
+use crate::listener::Listener;
+use crate::process::process_deltas;
+use crate::processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
+use crate::{
+    Error, Event, EventStream, ReadOnlyIndexer, Registration, ResourceEventHandler, Result,
+};
+
+/// Which queue sits between the reflector and the cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QueueKind {
+    /// client-go's current default: every event in order, relists as one atomic `ReplacedAll`.
+    #[default]
+    RealFifo,
+    /// The classic queue: deltas merged per key, tombstones for deletions found by relisting.
+    DeltaFifo,
+}
+
+/// A function applied to every object before it enters the cache (client-go's `TransformFunc`).
+pub type TransformFn<T> = Arc<dyn Fn(T) -> T + Send + Sync>;
+
+/// Called with every list or watch error (client-go's `WatchErrorHandler`).
+pub type WatchErrorHandler = Arc<dyn Fn(&kcache_reflector::Error) + Send + Sync>;
+
+/// Everything that may change before `run`.
+struct Settings<T: Object> {
+    started: bool,
+    stopped: bool,
+    /// How often the reflector asks whether a resync is due (client-go's `resyncCheckPeriod`).
+    resync_check: Duration,
+    /// The resync period handlers get unless they ask for another.
+    default_handler_resync: Duration,
+    queue: QueueKind,
+    transform: Option<TransformFn<T>>,
+    watch_error_handler: Option<WatchErrorHandler>,
+    list_options: ListOptions,
+    controller: Option<Arc<Controller<T>>>,
+}
+
+struct Inner<T: Object> {
+    lw: Arc<dyn ListerWatcher<T>>,
+    indexer: Arc<Cache<T>>,
+    processor: Processor<T>,
+    synced: Arc<AtomicBool>,
+    settings: Mutex<Settings<T>>,
+    /// Held while a popped item is processed and while a late handler joins, so a new handler
+    /// sees every object exactly once: in its replay or as a later event.
+    block_deltas: Mutex<()>,
+    next_id: AtomicU64,
+}
+
+/// One list/watch of a resource shared by many handlers, with an indexed cache
+/// (client-go's `SharedIndexInformer`).
+///
+/// - Handlers can be added before or after [`run`](Self::run); a late one first receives the
+///   current cache as adds with `is_in_initial_list` set. Each runs on its own thread with an
+///   unbounded buffer ([`Registration::buffer_depth`] shows how far behind it is), so a slow or
+///   panicking handler delays neither the others nor the reflector. The price of never blocking
+///   is memory: a handler that stops consuming grows its buffer.
+/// - [`subscribe`](Self::subscribe) gives the same events as a `Stream`.
+/// - Resync periods per handler follow client-go: at least one second, at least the informer's
+///   check period, and never when the informer was built with a resync period of zero.
+///
+/// Cloning is cheap and shares the informer.
+pub struct SharedIndexInformer<T: Object> {
+    inner: Arc<Inner<T>>,
+}
+
+impl<T: Object> SharedIndexInformer<T> {
+    /// An informer over `lw` whose handlers resync every `resync` (zero: never).
+    pub fn new(lw: Arc<dyn ListerWatcher<T>>, resync: Duration) -> Self {
+        Self::with_indexers(lw, resync, Indexers::new())
+    }
+
+    /// An informer with `indexers` on its cache.
+    pub fn with_indexers(
+        lw: Arc<dyn ListerWatcher<T>>,
+        resync: Duration,
+        indexers: Indexers<T>,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                lw,
+                indexer: Arc::new(Cache::with_indexers(indexers)),
+                processor: Processor::new(),
+                synced: Arc::new(AtomicBool::new(false)),
+                settings: Mutex::new(Settings {
+                    started: false,
+                    stopped: false,
+                    resync_check: resync,
+                    default_handler_resync: resync,
+                    queue: QueueKind::default(),
+                    transform: None,
+                    watch_error_handler: None,
+                    list_options: ListOptions::default(),
+                    controller: None,
+                }),
+                block_deltas: Mutex::new(()),
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    fn settings(&self) -> std::sync::MutexGuard<'_, Settings<T>> {
+        self.inner
+            .settings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn before_start(&self, f: impl FnOnce(&mut Settings<T>)) -> Result<()> {
+        let mut s = self.settings();
+        if s.started {
+            return Err(Error::AlreadyStarted);
+        }
+        f(&mut s);
+        Ok(())
+    }
+
+    /// Chooses the queue ([`QueueKind::RealFifo`] by default).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyStarted`] after `run`.
+    pub fn set_queue(&self, kind: QueueKind) -> Result<()> {
+        self.before_start(|s| s.queue = kind)
+    }
+
+    /// Sets a function applied to every listed or watched object before it is cached, such as
+    /// [`strip_managed_fields`](crate::strip_managed_fields). It must be idempotent.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyStarted`] after `run`.
+    pub fn set_transform(&self, transform: impl Fn(T) -> T + Send + Sync + 'static) -> Result<()> {
+        self.before_start(|s| s.transform = Some(Arc::new(transform)))
+    }
+
+    /// Sets the function told of every list and watch error (the informer retries with backoff).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyStarted`] after `run`.
+    pub fn set_watch_error_handler(
+        &self,
+        handler: impl Fn(&kcache_reflector::Error) + Send + Sync + 'static,
+    ) -> Result<()> {
+        self.before_start(|s| s.watch_error_handler = Some(Arc::new(handler)))
+    }
+
+    /// Sets the label/field selectors every list and watch carries.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyStarted`] after `run`.
+    pub fn set_list_options(&self, options: ListOptions) -> Result<()> {
+        self.before_start(|s| s.list_options = options)
+    }
+
+    /// Adds indexes, before or after start; objects already cached are indexed at once.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Stopped`] after the informer stopped, or the indexer's conflict error.
+    pub fn add_indexers(&self, indexers: Indexers<T>) -> Result<()> {
+        if self.settings().stopped {
+            return Err(Error::Stopped);
+        }
+        Ok(kcache_store::Indexer::add_indexers(
+            &*self.inner.indexer,
+            indexers,
+        )?)
+    }
+
+    /// Adds a handler with the informer's default resync period.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Stopped`] after the informer stopped; [`Error::Thread`] if no thread can be had.
+    pub fn add_event_handler(
+        &self,
+        handler: impl ResourceEventHandler<T>,
+    ) -> Result<Registration<T>> {
+        let resync = self.settings().default_handler_resync;
+        self.add_event_handler_with_resync(handler, resync)
+    }
+
+    /// Adds a handler that asks to be resynced every `resync` (zero: never).
+    ///
+    /// # Errors
+    ///
+    /// As [`add_event_handler`](Self::add_event_handler).
+    pub fn add_event_handler_with_resync(
+        &self,
+        handler: impl ResourceEventHandler<T>,
+        resync: Duration,
+    ) -> Result<Registration<T>> {
+        let handler: Arc<dyn ResourceEventHandler<T>> = Arc::new(handler);
+        self.register(resync, |id, synced| {
+            Listener::with_handler(id, handler, resync, synced).map_err(Error::Thread)
+        })
+    }
+
+    /// Subscribes to the events as a `Stream`, with the informer's default resync period.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Stopped`] after the informer stopped.
+    pub fn subscribe(&self) -> Result<EventStream<T>> {
+        let resync = self.settings().default_handler_resync;
+        self.subscribe_with_resync(resync)
+    }
+
+    /// Subscribes to the events as a `Stream` that asks to be resynced every `resync`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Stopped`] after the informer stopped.
+    pub fn subscribe_with_resync(&self, resync: Duration) -> Result<EventStream<T>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut shared = None;
+        self.register(resync, |id, synced| {
+            let l = Listener::with_channel(id, tx, resync, synced);
+            shared = Some(Arc::clone(&l.shared));
+            Ok(l)
+        })?;
+        let shared = shared.ok_or(Error::Stopped)?;
+        Ok(EventStream::new(rx, shared))
+    }
+
+    /// client-go's `AddEventHandlerWithOptions`: reconciles the resync period, registers the
+    /// listener and, after start, replays the cache to it.
+    fn register(
+        &self,
+        requested: Duration,
+        make: impl FnOnce(u64, Arc<AtomicBool>) -> Result<Listener<T>>,
+    ) -> Result<Registration<T>> {
+        let mut s = self.settings();
+        if s.stopped {
+            return Err(Error::Stopped);
+        }
+        let mut resync = requested;
+        if !resync.is_zero() {
+            resync = resync.max(MINIMUM_RESYNC_PERIOD);
+            if resync < s.resync_check {
+                if s.started {
+                    tracing::warn!(
+                        ?resync,
+                        check = ?s.resync_check,
+                        "resync period is shorter than the informer's check period; raised"
+                    );
+                    resync = s.resync_check;
+                } else {
+                    s.resync_check = resync;
+                    self.inner.processor.reconcile(resync);
+                }
+            }
+        }
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let listener = make(id, Arc::clone(&self.inner.synced))?;
+        {
+            let mut r = listener
+                .resync
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            r.requested = resync;
+            r.effective = determine_resync_period(resync, s.resync_check);
+            if s.started && !r.effective.is_zero() {
+                r.next = Some(Instant::now() + r.effective);
+            }
+        }
+        let listener = Arc::new(listener);
+        let registration = Registration {
+            id,
+            informer: Arc::as_ptr(&self.inner) as usize,
+            shared: Arc::clone(&listener.shared),
+        };
+        if s.started {
+            // Join under the delta lock: every object arrives once, in the replay or later.
+            let _block = self
+                .inner
+                .block_deltas
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for obj in self.inner.indexer.list() {
+                listener.push(Event::Add {
+                    obj,
+                    is_in_initial_list: true,
+                });
+            }
+            self.inner.processor.add(listener);
+        } else {
+            self.inner.processor.add(listener);
+        }
+        Ok(registration)
+    }
+
+    /// Removes a handler: its pending events are dropped; an event being handled finishes.
+    /// Removing twice, or a registration of another informer, does nothing.
+    pub fn remove_event_handler(&self, registration: &Registration<T>) {
+        if registration.informer != Arc::as_ptr(&self.inner) as usize {
+            return;
+        }
+        let _block = self
+            .inner
+            .block_deltas
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(l) = self.inner.processor.remove(registration.id) {
+            l.close();
+        }
+    }
+
+    /// True once the initial list has been processed into the cache (not that handlers saw it:
+    /// ask their [`Registration`]s).
+    pub fn has_synced(&self) -> bool {
+        self.inner.synced.load(Ordering::Acquire)
+    }
+
+    /// Whether the informer has stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.settings().stopped
+    }
+
+    /// The resource version the reflector last synced to, once running.
+    pub fn last_sync_resource_version(&self) -> Option<String> {
+        self.settings()
+            .controller
+            .as_ref()
+            .and_then(|r| r.last_sync_resource_version())
+    }
+
+    /// A read-only view of the cache.
+    pub fn indexer(&self) -> ReadOnlyIndexer<T> {
+        ReadOnlyIndexer::new(Arc::clone(&self.inner.indexer))
+    }
+
+    /// A lister over the cache.
+    pub fn lister(&self) -> Lister<T> {
+        Lister::new(Arc::clone(&self.inner.indexer) as Arc<dyn kcache_store::Indexer<T>>)
+    }
+
+    /// Lists, watches and dispatches until `cancel` fires, then stops every handler.
+    ///
+    /// One future drives everything (reflector, queue processing, sync tracking); poll it on
+    /// the task of your choice. Handlers run on their own threads.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyStarted`] on a second call.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future stops the informer as cancelling does, except that handler threads
+    /// are left to finish their current event on their own.
+    pub async fn run(&self, cancel: CancellationToken) -> Result<()> {
+        let controller = {
+            let mut s = self.settings();
+            if s.started {
+                return Err(Error::AlreadyStarted);
+            }
+            if s.stopped {
+                return Err(Error::Stopped);
+            }
+            s.started = true;
+            let known = Arc::clone(&self.inner.indexer);
+            let queue: Arc<dyn Queue<T>> = match s.queue {
+                QueueKind::RealFifo => Arc::new(RealFifo::builder().known_objects(known).build()),
+                QueueKind::DeltaFifo => Arc::new(
+                    DeltaFifo::builder()
+                        .known_objects(known)
+                        .emit_delta_type_replaced(true)
+                        .build(),
+                ),
+            };
+            let weak = Arc::downgrade(&self.inner);
+            let process = move |deltas| match weak.upgrade() {
+                Some(inner) => inner.handle_deltas(deltas),
+                None => Ok(()),
+            };
+            let weak = Arc::downgrade(&self.inner);
+            let mut config = Config::new(queue, Arc::clone(&self.inner.lw), Arc::new(process));
+            config.full_resync_period = s.resync_check;
+            config.should_resync = Some(Arc::new(move || {
+                weak.upgrade()
+                    .is_some_and(|i| i.processor.should_resync(Instant::now()))
+            }));
+            config
+                .watch_error_handler
+                .clone_from(&s.watch_error_handler);
+            config.transform.clone_from(&s.transform);
+            config.list_options = s.list_options.clone();
+            let flag = Arc::clone(&self.inner.synced);
+            config.on_synced = Some(Arc::new(move || flag.store(true, Ordering::Release)));
+            let controller = Arc::new(Controller::new(config));
+            s.controller = Some(Arc::clone(&controller));
+            let now = Instant::now();
+            for l in self.inner.processor.listeners() {
+                let mut r = l.resync.lock().unwrap_or_else(PoisonError::into_inner);
+                if !r.effective.is_zero() {
+                    r.next = Some(now + r.effective);
+                }
+            }
+            controller
+        };
+
+        controller.run(cancel).await;
+
+        self.settings().stopped = true;
+        self.inner.processor.shutdown();
+        Ok(())
+    }
+}
+
+impl<T: Object> Inner<T> {
+    /// client-go's `HandleDeltas`: update the cache, fan the events out.
+    fn handle_deltas(&self, deltas: Deltas<T>) -> Result<(), ProcessError<T>> {
+        let _block = self
+            .block_deltas
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let result = process_deltas(&*self.indexer, deltas, |event, sync| {
+            self.processor.distribute(&event, sync);
+        });
+        result.map_err(|e| {
+            tracing::error!(error = %e, "the cache refused a change; the next relist corrects it");
+            ProcessError::failed(e)
+        })
+    }
+}
+
+impl<T: Object> Clone for SharedIndexInformer<T> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<T: Object> fmt::Debug for SharedIndexInformer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedIndexInformer")
+            .field("synced", &self.inner.synced.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,330 @@
+//! Handlers added before start, during and after sync; removal; slow and panicking handlers;
+//! per-registration `has_synced`; settings that only apply before start.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use kcache_informer::{
+    Error, HandlerFuncs, QueueKind, SharedIndexInformer, strip_managed_fields, wait_for_cache_sync,
+};
+use kcache_store::{DynamicObject, Indexers, NAMESPACE_INDEX, Selector};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{
+    Gate, Recorder, Seen, cache_state, eventually, fake_state, informer, pod, start,
+};
+
+#[tokio::test]
+async fn handler_added_before_start_sees_the_initial_list_then_live_changes() {
+    for queue in [QueueKind::RealFifo, QueueKind::DeltaFifo] {
+        let (fake, inf) = informer(Duration::ZERO);
+        inf.set_queue(queue).unwrap();
+        fake.add(pod("a", "one"));
+        fake.add(pod("b", "two"));
+        let rec = Recorder::default();
+        let reg = inf.add_event_handler(rec.clone()).unwrap();
+        assert!(!reg.has_synced());
+
+        let (cancel, run) = start(&inf);
+        assert!(wait_for_cache_sync(&cancel, &[&|| reg.has_synced()]).await);
+        assert!(inf.has_synced());
+        let initial = rec.events();
+        assert_eq!(initial.len(), 2, "{queue:?}: {initial:?}");
+        assert!(
+            initial
+                .iter()
+                .all(|e| matches!(e, Seen::Add { initial: true, .. }))
+        );
+
+        fake.add(pod("a", "three"));
+        let updated = fake.update(pod("a", "one"));
+        fake.delete(&pod("b", "two"));
+        rec.wait("live events", |l| l.len() == 5).await;
+        let live = &rec.events()[2..];
+        assert_eq!(
+            live,
+            [
+                Seen::Add {
+                    key: "a/three".into(),
+                    rv: "3".into(),
+                    initial: false
+                },
+                Seen::Update {
+                    key: "a/one".into(),
+                    old_rv: "1".into(),
+                    new_rv: updated.metadata.resource_version.clone().unwrap()
+                },
+                Seen::Delete {
+                    key: "b/two".into(),
+                    tombstone: false
+                },
+            ],
+            "{queue:?}"
+        );
+        assert_eq!(cache_state(&inf), fake_state(&fake));
+        assert_eq!(inf.last_sync_resource_version(), Some("5".to_owned()));
+        cancel.cancel();
+        run.await.unwrap().unwrap();
+        assert!(inf.is_stopped());
+    }
+}
+
+#[tokio::test]
+async fn late_handler_replays_the_cache_as_initial_adds() {
+    let (fake, inf) = informer(Duration::ZERO);
+    for i in 0..20 {
+        fake.add(pod("ns", &format!("p{i}")));
+    }
+    let (cancel, run) = start(&inf);
+    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced()]).await);
+
+    let late = Recorder::default();
+    let reg = inf.add_event_handler(late.clone()).unwrap();
+    late.wait("replay", |l| l.len() == 20).await;
+    assert!(
+        late.events()
+            .iter()
+            .all(|e| matches!(e, Seen::Add { initial: true, .. }))
+    );
+    assert!(wait_for_cache_sync(&cancel, &[&|| reg.has_synced()]).await);
+
+    fake.add(pod("ns", "live"));
+    late.wait("live add", |l| l.len() == 21).await;
+    assert_eq!(
+        late.events()[20],
+        Seen::Add {
+            key: "ns/live".into(),
+            rv: "21".into(),
+            initial: false
+        }
+    );
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn handler_added_while_events_flow_sees_each_object_once() {
+    let (fake, inf) = informer(Duration::ZERO);
+    let (cancel, run) = start(&inf);
+    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced()]).await);
+    let writer = tokio::spawn({
+        let fake = fake.clone();
+        async move {
+            for i in 0..200 {
+                fake.add(pod("ns", &format!("p{i}")));
+                if i % 10 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+    });
+    tokio::task::yield_now().await;
+    let rec = Recorder::default();
+    inf.add_event_handler(rec.clone()).unwrap();
+    writer.await.unwrap();
+    rec.wait("every object", |l| l.len() >= 200).await;
+    eventually("cache caught up", || cache_state(&inf).len() == 200).await;
+    // Whether replayed or live, every object arrives exactly once, as an add.
+    let mut keys: Vec<String> = rec.events().iter().map(|e| e.key().to_owned()).collect();
+    assert!(rec.events().iter().all(|e| matches!(e, Seen::Add { .. })));
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 200);
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn removed_handler_gets_nothing_more() {
+    let (fake, inf) = informer(Duration::ZERO);
+    let kept = Recorder::default();
+    let removed = Recorder::default();
+    inf.add_event_handler(kept.clone()).unwrap();
+    let reg = inf.add_event_handler(removed.clone()).unwrap();
+    let (cancel, run) = start(&inf);
+    fake.add(pod("ns", "a"));
+    removed.wait("first add", |l| l.len() == 1).await;
+    inf.remove_event_handler(&reg);
+    inf.remove_event_handler(&reg); // idempotent
+    assert!(reg.is_closed());
+    fake.add(pod("ns", "b"));
+    kept.wait("second add", |l| l.len() == 2).await;
+    assert_eq!(removed.events().len(), 1);
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn slow_and_panicking_handlers_block_nobody() {
+    let (fake, inf) = informer(Duration::ZERO);
+    let gate = Gate::default();
+    let slow_calls = Arc::new(AtomicUsize::new(0));
+    let slow = inf
+        .add_event_handler(HandlerFuncs::new().on_added({
+            let (gate, calls) = (gate.clone(), Arc::clone(&slow_calls));
+            move |_: &Arc<DynamicObject>, _| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                gate.wait();
+            }
+        }))
+        .unwrap();
+    let panics = Arc::new(AtomicUsize::new(0));
+    inf.add_event_handler(HandlerFuncs::new().on_added({
+        let panics = Arc::clone(&panics);
+        move |_: &Arc<DynamicObject>, _| {
+            panics.fetch_add(1, Ordering::SeqCst);
+            panic!("handler bug");
+        }
+    }))
+    .unwrap();
+    let fast = Recorder::default();
+    let fast_reg = inf.add_event_handler(fast.clone()).unwrap();
+
+    let (cancel, run) = start(&inf);
+    for i in 0..50 {
+        fake.add(pod("ns", &format!("p{i}")));
+    }
+    // The fast handler and the cache keep up while the slow one is stuck on its first event.
+    fast.wait("all adds", |l| l.len() == 50).await;
+    eventually("cache", || inf.indexer().len() == 50).await;
+    eventually("panicking handler saw every event", || {
+        panics.load(Ordering::SeqCst) == 50
+    })
+    .await;
+    assert_eq!(slow_calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        slow.buffer_depth(),
+        50,
+        "49 waiting plus the one in progress"
+    );
+    assert_eq!(fast_reg.buffer_depth(), 0);
+    assert!(inf.has_synced() && fast_reg.has_synced());
+
+    gate.open();
+    eventually("slow handler drained", || slow.buffer_depth() == 0).await;
+    assert_eq!(slow_calls.load(Ordering::SeqCst), 50);
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn registration_syncs_only_after_its_handler_saw_the_initial_list() {
+    let (fake, inf) = informer(Duration::ZERO);
+    fake.add(pod("ns", "a"));
+    fake.add(pod("ns", "b"));
+    let gate = Gate::default();
+    let blocked = inf
+        .add_event_handler(HandlerFuncs::new().on_added({
+            let gate = gate.clone();
+            move |_: &Arc<DynamicObject>, _| gate.wait()
+        }))
+        .unwrap();
+    let free = inf.add_event_handler(Recorder::default()).unwrap();
+    let (cancel, run) = start(&inf);
+    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced(), &|| free.has_synced()]).await);
+    assert!(
+        !blocked.has_synced(),
+        "its initial adds are not handled yet"
+    );
+    gate.open();
+    assert!(wait_for_cache_sync(&cancel, &[&|| blocked.has_synced()]).await);
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn empty_initial_list_syncs() {
+    let (_fake, inf) = informer(Duration::ZERO);
+    let reg = inf.add_event_handler(Recorder::default()).unwrap();
+    let (cancel, run) = start(&inf);
+    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced(), &|| reg.has_synced()]).await);
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn settings_before_start_and_errors_after() {
+    let (fake, inf) = informer(Duration::ZERO);
+    let mut with_fields = pod("ns", "a");
+    with_fields.metadata.other.insert(
+        "managedFields".into(),
+        serde_json::json!([{"manager": "kubectl"}]),
+    );
+    fake.add(with_fields);
+    inf.set_transform(strip_managed_fields).unwrap();
+    inf.add_indexers(Indexers::new().with_namespace()).unwrap();
+    let (cancel, run) = start(&inf);
+    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced()]).await);
+    assert!(matches!(
+        inf.set_transform(|o| o),
+        Err(Error::AlreadyStarted)
+    ));
+    assert!(matches!(
+        inf.set_queue(QueueKind::DeltaFifo),
+        Err(Error::AlreadyStarted)
+    ));
+    assert!(matches!(
+        inf.set_watch_error_handler(|_| {}),
+        Err(Error::AlreadyStarted)
+    ));
+    assert!(matches!(
+        inf.run(CancellationToken::new()).await,
+        Err(Error::AlreadyStarted)
+    ));
+    let cached = inf.indexer().get_by_key("ns/a").unwrap();
+    assert!(!cached.metadata.other.contains_key("managedFields"));
+    assert_eq!(
+        inf.indexer().by_index(NAMESPACE_INDEX, "ns").unwrap().len(),
+        1
+    );
+    assert_eq!(
+        inf.lister()
+            .namespace("ns")
+            .list(&Selector::everything())
+            .len(),
+        1
+    );
+    // Indexes can be added after start too.
+    inf.add_indexers(Indexers::new().with("name", |o: &DynamicObject| {
+        Ok(o.metadata.name.clone().into_iter().collect())
+    }))
+    .unwrap();
+    assert_eq!(inf.indexer().index_keys("name", "a").unwrap(), ["ns/a"]);
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    assert!(matches!(
+        inf.add_event_handler(Recorder::default()),
+        Err(Error::Stopped)
+    ));
+    assert!(matches!(
+        inf.add_indexers(Indexers::new()),
+        Err(Error::Stopped)
+    ));
+}
+
+#[tokio::test]
+async fn factory_shares_one_informer_per_resource() {
+    let factory = kcache_informer::InformerFactory::new(Duration::ZERO);
+    let fake = kcache_testing::FakeListerWatcher::<DynamicObject>::new();
+    fake.handle().add(pod("ns", "a"));
+    let created = Arc::new(AtomicUsize::new(0));
+    let make = || {
+        created.fetch_add(1, Ordering::SeqCst);
+        Arc::new(fake.clone()) as Arc<dyn kcache_reflector::ListerWatcher<DynamicObject>>
+    };
+    let a: SharedIndexInformer<DynamicObject> = factory.informer("pods", make);
+    let b = factory.informer("pods", make);
+    let other = factory.informer("configmaps", make);
+    assert_eq!(created.load(Ordering::SeqCst), 2);
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let cancel = cancel.clone();
+        async move { factory.run(cancel).await }
+    });
+    assert!(wait_for_cache_sync(&cancel, &[&|| a.has_synced(), &|| other.has_synced()]).await);
+    assert!(b.has_synced(), "the same informer");
+    assert_eq!(b.indexer().len(), 1);
+    cancel.cancel();
+    run.await.unwrap();
+}

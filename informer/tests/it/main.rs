@@ -1,0 +1,13 @@
+//! Integration tests of `kcache-informer`: one binary, one module per area.
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on any unexpected error"
+)]
+
+mod disconnect;
+mod lifecycle;
+mod model;
+mod resync;
+mod send_sync;
+mod stream;
+mod support;

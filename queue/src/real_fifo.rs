@@ -1,0 +1,366 @@
+//! [`RealFifo`]: every event in arrival order, relists and resyncs as single atomic deltas.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use kcache_store::{KeyFunc, KnownObjects, Object, ObjectKey, ObjectOrTombstone, default_key_func};
+
+use crate::known_objects::{SharedKnown, share};
+use crate::lifecycle::{Lifecycle, Population};
+use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue, TransformFunc};
+
+/// client-go's `RealFIFO` with atomic events (its default since 1.36): a plain FIFO of every
+/// notification, no merging per key, no dropped deletes.
+///
+/// - `add`/`update`/`delete` queue one `Added`/`Updated`/`Deleted` each, even a delete of a key
+///   never seen.
+/// - `replace` queues one [`Delta::ReplacedAll`] with the full (transformed) list and its resource
+///   version; the consumer computes the deletions against its own store.
+/// - `resync` queues one [`Delta::SyncAll`], filled with the known objects when popped.
+/// - `bookmark` queues a [`Delta::Bookmark`].
+/// - [`pop`](Queue::pop) hands over one delta; [`pop_batch`](Queue::pop_batch) hands over a run of
+///   single-object deltas (never crossing the end of the initial list); an atomic delta is always
+///   popped alone.
+/// - [`has_synced`](Queue::has_synced) turns true once every delta queued up to and including
+///   the first `ReplacedAll` has been processed.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use kcache_queue::{Delta, DeltaType, Queue, RealFifo};
+/// use kcache_store::{DynamicObject, Store};
+///
+/// let fifo = RealFifo::<DynamicObject>::new();
+/// let a = Arc::new(DynamicObject::new(Some("ns"), "a"));
+/// fifo.add(Arc::clone(&a))?;
+/// fifo.replace(vec![Arc::clone(&a)], "10")?;
+/// fifo.bookmark("11");
+/// let mut seen = Vec::new();
+/// for _ in 0..3 {
+///     fifo.pop(&mut |deltas| {
+///         seen.push(deltas[0].kind());
+///         if let Delta::ReplacedAll { objects, resource_version } = &deltas[0] {
+///             assert!(Arc::ptr_eq(&objects[0], &a));
+///             assert_eq!(resource_version, "10");
+///         }
+///         Ok(())
+///     }).await?;
+/// }
+/// assert_eq!(seen, [DeltaType::Added, DeltaType::ReplacedAll, DeltaType::Bookmark]);
+/// assert!(fifo.has_synced());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub struct RealFifo<T> {
+    state: Mutex<State<T>>,
+    life: Lifecycle,
+    key_func: KeyFunc<T>,
+    known: Option<SharedKnown<T>>,
+    transformer: Option<TransformFunc<T>>,
+}
+
+struct State<T> {
+    items: VecDeque<Delta<T>>,
+    population: Population,
+    last_rv: Option<String>,
+}
+
+/// Builds a [`RealFifo`].
+#[must_use]
+pub struct RealFifoBuilder<T> {
+    key_func: KeyFunc<T>,
+    known: Option<SharedKnown<T>>,
+    transformer: Option<TransformFunc<T>>,
+}
+
+impl<T: Object> RealFifoBuilder<T> {
+    /// The key function (default: `namespace/name`). Keys are checked, not stored.
+    pub fn key_func(mut self, key_func: KeyFunc<T>) -> Self {
+        self.key_func = key_func;
+        self
+    }
+
+    /// The objects the consumer holds, used to fill [`Delta::SyncAll`] when it is popped.
+    pub fn known_objects<K: KnownObjects<T> + ?Sized + 'static>(mut self, known: Arc<K>) -> Self {
+        self.known = Some(share(known));
+        self
+    }
+
+    /// The transformer applied to objects entering the queue.
+    pub fn transformer(mut self, transformer: TransformFunc<T>) -> Self {
+        self.transformer = Some(transformer);
+        self
+    }
+
+    /// The queue.
+    pub fn build(self) -> RealFifo<T> {
+        RealFifo {
+            state: Mutex::new(State {
+                items: VecDeque::new(),
+                population: Population::default(),
+                last_rv: None,
+            }),
+            life: Lifecycle::new(),
+            key_func: self.key_func,
+            known: self.known,
+            transformer: self.transformer,
+        }
+    }
+}
+
+impl<T> fmt::Debug for RealFifoBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RealFifoBuilder")
+            .field("known_objects", &self.known.is_some())
+            .field("transformer", &self.transformer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Object> Default for RealFifo<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Object> RealFifo<T> {
+    /// A queue keyed by `namespace/name`, without known objects or transformer.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// A builder for the other options.
+    pub fn builder() -> RealFifoBuilder<T> {
+        RealFifoBuilder {
+            key_func: default_key_func(),
+            known: None,
+            transformer: None,
+        }
+    }
+
+    /// A copy (of `Arc`s) of every queued delta, oldest first.
+    pub fn deltas(&self) -> Vec<Delta<T>> {
+        self.lock().items.iter().cloned().collect()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn key_of(&self, obj: &T) -> kcache_store::Result<ObjectKey> {
+        Ok((self.key_func)(obj)?)
+    }
+
+    fn transform(&self, obj: Arc<T>) -> Arc<T> {
+        match &self.transformer {
+            Some(t) => t(obj),
+            None => obj,
+        }
+    }
+
+    fn push(&self, obj: Arc<T>, make: fn(Arc<T>) -> Delta<T>) -> kcache_store::Result<()> {
+        self.key_of(&obj)?;
+        let obj = self.transform(obj);
+        let mut st = self.lock();
+        st.population.mark_populated();
+        if let Some(rv) = obj.resource_version() {
+            st.last_rv = Some(rv.to_owned());
+        }
+        st.items.push_back(make(obj));
+        self.life.update_synced(&st.population);
+        drop(st);
+        self.life.wake();
+        Ok(())
+    }
+
+    /// Fills a `SyncAll` with the current known objects.
+    fn fill(&self, delta: &mut Delta<T>) {
+        if let (Delta::SyncAll { objects }, Some(known)) = (delta, &self.known) {
+            *objects = known
+                .known_keys()
+                .iter()
+                .filter_map(|k| known.known_object(k.as_str()))
+                .collect();
+        }
+    }
+
+    fn try_pop(&self, max: usize, process: &mut ProcessFn<'_, T>) -> Option<Result<(), PopError>> {
+        let mut st = self.lock();
+        let Some(first) = st.items.pop_front() else {
+            return self.life.is_closed().then_some(Err(PopError::Closed));
+        };
+        let mut batch = vec![first];
+        if batch[0].is_single_object() {
+            // Never cross the end of the initial list: its last delta flips has_synced.
+            let initial = st.population.remaining();
+            let limit = if initial > 0 { max.min(initial) } else { max };
+            while batch.len() < limit
+                && st.items.front().is_some_and(Delta::is_single_object)
+                && let Some(d) = st.items.pop_front()
+            {
+                batch.push(d);
+            }
+        } else {
+            self.fill(&mut batch[0]);
+        }
+        let n = batch.len();
+        let in_initial = !self.life.has_synced();
+        let result = process(Deltas::new(batch, in_initial));
+        Some(match result {
+            Ok(()) => {
+                st.population.processed(n);
+                self.life.update_synced(&st.population);
+                Ok(())
+            }
+            Err(ProcessError::Failed(e)) => {
+                st.population.processed(n);
+                self.life.update_synced(&st.population);
+                Err(PopError::Process(e))
+            }
+            Err(ProcessError::Requeue { deltas, source }) => {
+                // Back at the head, in order: nothing overtakes a requeued event.
+                for d in deltas.into_vec().into_iter().rev() {
+                    st.items.push_front(d);
+                }
+                source.map_or(Ok(()), |e| Err(PopError::Process(e)))
+            }
+        })
+    }
+}
+
+impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
+    fn add(&self, obj: Arc<T>) -> kcache_store::Result<()> {
+        self.push(obj, Delta::Added)
+    }
+
+    fn update(&self, obj: Arc<T>) -> kcache_store::Result<()> {
+        self.push(obj, Delta::Updated)
+    }
+
+    fn delete(&self, obj: Arc<T>) -> kcache_store::Result<()> {
+        self.push(obj, |o| Delta::Deleted(ObjectOrTombstone::Object(o)))
+    }
+
+    /// The newest object of every queued single-object delta's key, in queue order of first
+    /// appearance.
+    fn list(&self) -> Vec<Arc<T>> {
+        self.list_keys()
+            .iter()
+            .filter_map(|k| self.get_by_key(k.as_str()))
+            .collect()
+    }
+
+    /// The keys of the queued single-object deltas, in order of first appearance.
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        let st = self.lock();
+        let mut seen = std::collections::HashSet::new();
+        st.items
+            .iter()
+            .filter_map(|d| (self.key_func)(d.object()?).ok())
+            .filter(|k| seen.insert(k.clone()))
+            .collect()
+    }
+
+    fn get(&self, obj: &T) -> kcache_store::Result<Option<Arc<T>>> {
+        let key = self.key_of(obj)?;
+        Ok(self.get_by_key(key.as_str()))
+    }
+
+    /// The object of the newest queued single-object delta for `key`.
+    fn get_by_key(&self, key: &str) -> Option<Arc<T>> {
+        let st = self.lock();
+        st.items
+            .iter()
+            .rev()
+            .filter_map(Delta::object)
+            .find(|o| (self.key_func)(o).is_ok_and(|k| k.as_str() == key))
+            .cloned()
+    }
+
+    fn replace(&self, list: Vec<Arc<T>>, resource_version: &str) -> kcache_store::Result<()> {
+        for obj in &list {
+            self.key_of(obj)?;
+        }
+        let objects: Vec<_> = list.into_iter().map(|o| self.transform(o)).collect();
+        let mut st = self.lock();
+        st.items.push_back(Delta::ReplacedAll {
+            objects,
+            resource_version: resource_version.to_owned(),
+        });
+        let queued = st.items.len();
+        st.population.replaced(queued);
+        st.last_rv = Some(resource_version.to_owned());
+        self.life.update_synced(&st.population);
+        drop(st);
+        self.life.wake();
+        Ok(())
+    }
+
+    fn resync(&self) -> kcache_store::Result<()> {
+        self.lock().items.push_back(Delta::SyncAll {
+            objects: Vec::new(),
+        });
+        self.life.wake();
+        Ok(())
+    }
+
+    fn bookmark(&self, resource_version: &str) {
+        let mut st = self.lock();
+        st.items.push_back(Delta::Bookmark {
+            resource_version: resource_version.to_owned(),
+        });
+        st.last_rv = Some(resource_version.to_owned());
+        drop(st);
+        self.life.wake();
+    }
+
+    fn last_sync_resource_version(&self) -> Option<String> {
+        self.lock().last_rv.clone()
+    }
+
+    /// The number of queued deltas.
+    fn len(&self) -> usize {
+        self.lock().items.len()
+    }
+}
+
+impl<T: Object> Queue<T> for RealFifo<T> {
+    fn pop<'a>(&'a self, process: &'a mut ProcessFn<'a, T>) -> PopFuture<'a> {
+        Box::pin(self.life.pop_with(move || self.try_pop(1, process)))
+    }
+
+    /// Pops up to `max` (at least one) consecutive single-object deltas in one [`Deltas`], in
+    /// arrival order (a key may appear more than once). An atomic delta at the head is popped
+    /// alone. A batch never crosses the end of the initial list.
+    fn pop_batch<'a>(&'a self, max: usize, process: &'a mut ProcessFn<'a, T>) -> PopFuture<'a> {
+        let max = max.max(1);
+        Box::pin(self.life.pop_with(move || self.try_pop(max, process)))
+    }
+
+    fn has_synced(&self) -> bool {
+        self.life.has_synced()
+    }
+
+    fn close(&self) {
+        self.life.close();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.life.is_closed()
+    }
+}
+
+impl<T> fmt::Debug for RealFifo<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `try_lock`: Debug may be called from a process function, under the lock.
+        let len = self.state.try_lock().ok().map(|st| st.items.len());
+        f.debug_struct("RealFifo")
+            .field("len", &len)
+            .field("known_objects", &self.known.is_some())
+            .field("closed", &self.life.is_closed())
+            .field("synced", &self.life.has_synced())
+            .finish_non_exhaustive()
+    }
+}

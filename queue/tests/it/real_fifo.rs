@@ -1,0 +1,142 @@
+//! `RealFifo`: client-go's `the_real_fifo_test.go` oracles, atomic events and batches.
+
+use std::sync::Arc;
+
+use kcache_queue::{Delta, DeltaType, Deltas, PopError, Queue, RealFifo};
+use kcache_store::{Cache, DynamicObject, Store};
+
+use crate::support::{nameless, now_or_never, obj, pop, pop_requeue, s, try_pop};
+
+use DeltaType::{Added, Deleted, Updated};
+
+#[test]
+fn every_event_is_one_pop_in_order() {
+    let f = RealFifo::new();
+    f.add(obj("foo", 10)).unwrap();
+    f.update(obj("foo", 12)).unwrap();
+    f.delete(obj("foo", 15)).unwrap();
+    f.delete(obj("ghost", 16)).unwrap();
+    assert_eq!(pop(&f), [s(Added, "foo", 10)]);
+    assert_eq!(pop(&f), [s(Updated, "foo", 12)]);
+    assert_eq!(pop(&f), [s(Deleted, "foo", 15)]);
+    assert_eq!(
+        pop(&f),
+        [s(Deleted, "ghost", 16)],
+        "deletes of unknown keys still pop"
+    );
+}
+
+fn pop_raw(f: &RealFifo<DynamicObject>) -> Delta<DynamicObject> {
+    let mut got = None;
+    now_or_never(f.pop(&mut |d: Deltas<DynamicObject>| {
+        got = d.into_vec().pop();
+        Ok(())
+    }))
+    .unwrap()
+    .unwrap();
+    got.unwrap()
+}
+
+#[test]
+fn replace_is_one_atomic_delta_and_bookmarks_pass_through() {
+    let f = RealFifo::new();
+    let o = obj("a", 1);
+    f.add(Arc::clone(&o)).unwrap();
+    f.replace(vec![Arc::clone(&o)], "10").unwrap();
+    f.replace(vec![Arc::clone(&o)], "20").unwrap();
+    f.bookmark("123");
+    f.replace(vec![], "56").unwrap();
+    assert_eq!(f.last_sync_resource_version().as_deref(), Some("56"));
+    assert!(matches!(pop_raw(&f), Delta::Added(x) if Arc::ptr_eq(&x, &o)));
+    match pop_raw(&f) {
+        Delta::ReplacedAll {
+            objects,
+            resource_version,
+        } => {
+            assert_eq!(resource_version, "10");
+            assert!(Arc::ptr_eq(&objects[0], &o));
+        }
+        other => panic!("expected ReplacedAll, got {other:?}"),
+    }
+    assert!(
+        f.has_synced(),
+        "synced once the first ReplacedAll is processed"
+    );
+    assert!(
+        matches!(pop_raw(&f), Delta::ReplacedAll { resource_version, .. } if resource_version == "20")
+    );
+    assert!(
+        matches!(pop_raw(&f), Delta::Bookmark { resource_version } if resource_version == "123")
+    );
+    assert!(matches!(pop_raw(&f), Delta::ReplacedAll { objects, .. } if objects.is_empty()));
+}
+
+#[test]
+fn sync_all_is_filled_from_known_objects_when_popped() {
+    let cache = Arc::new(Cache::new());
+    let f = RealFifo::builder()
+        .known_objects(Arc::clone(&cache))
+        .build();
+    f.resync().unwrap();
+    cache.add(obj("a", 1)).unwrap();
+    match pop_raw(&f) {
+        Delta::SyncAll { objects } => assert_eq!(objects.len(), 1),
+        other => panic!("expected SyncAll, got {other:?}"),
+    }
+    let f = RealFifo::<DynamicObject>::new();
+    f.resync().unwrap();
+    assert!(matches!(pop_raw(&f), Delta::SyncAll { objects } if objects.is_empty()));
+}
+
+#[test]
+fn pop_batch_stops_at_atomic_deltas_and_the_initial_boundary() {
+    let f = RealFifo::new();
+    // A bookmark does not populate the queue: the initial list is the bookmark and the relist.
+    f.bookmark("1");
+    f.replace(vec![obj("a", 1)], "2").unwrap();
+    f.add(obj("b", 3)).unwrap();
+    f.update(obj("b", 4)).unwrap();
+    f.add(obj("c", 5)).unwrap();
+    f.bookmark("6");
+    let mut sizes = Vec::new();
+    loop {
+        let r = now_or_never(f.pop_batch(10, &mut |d: Deltas<DynamicObject>| {
+            sizes.push((d.len(), d[0].kind(), d.is_in_initial_list()));
+            Ok(())
+        }));
+        if r.is_none() {
+            break;
+        }
+    }
+    assert_eq!(
+        sizes,
+        [
+            (1, DeltaType::Bookmark, true),
+            (1, DeltaType::ReplacedAll, true),
+            (3, Added, false),
+            (1, DeltaType::Bookmark, false)
+        ]
+    );
+}
+
+#[test]
+fn requeue_goes_back_to_the_head() {
+    let f = RealFifo::new();
+    f.add(obj("a", 1)).unwrap();
+    f.add(obj("b", 2)).unwrap();
+    assert_eq!(pop_requeue(&f), [s(Added, "a", 1)]);
+    assert_eq!(pop(&f), [s(Added, "a", 1)]);
+    assert_eq!(pop(&f), [s(Added, "b", 2)]);
+}
+
+#[test]
+fn key_errors_and_close() {
+    let f = RealFifo::new();
+    assert!(f.add(nameless()).is_err());
+    assert!(f.replace(vec![nameless()], "1").is_err());
+    assert!(f.is_empty());
+    f.add(obj("a", 1)).unwrap();
+    f.close();
+    pop(&f);
+    assert!(matches!(try_pop(&f), Some(Err(PopError::Closed))));
+}

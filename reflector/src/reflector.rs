@@ -1,0 +1,872 @@
+//! [`Reflector`]: keeps a [`Store`] in step with the API server through a [`ListerWatcher`],
+//! following client-go's list/watch rules exactly.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use kcache_store::{Object, ObjectKey, Store, meta_namespace_key};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    Backoff, BackoffConfig, Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch,
+    WatchEvent, WatchStream,
+};
+
+/// The page size of a paginated list (client-go's pager default).
+pub const DEFAULT_PAGE_SIZE: i64 = 500;
+/// The shortest watch timeout; each watch asks for a random one in `[min, 2 * min)`.
+pub const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
+/// The default idle timeout: a watch that delivers nothing (not even a bookmark, which servers
+/// send about every minute) for this long is ended and re-opened from the last resource version.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// A watch that ends sooner than this with no event is a [`Error::VeryShortWatch`].
+const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
+
+/// A transform applied to each object before it is wrapped in an `Arc` and stored.
+pub type TransformFn<T> = Arc<dyn Fn(T) -> T + Send + Sync>;
+/// A hook that is told about errors.
+pub type ErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
+/// A hook asked, each resync period, whether to resync.
+pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Lists and watches one kind of object and writes what it sees into a [`Store`] (a cache or a
+/// queue): client-go's `Reflector`.
+///
+/// The protocol, as client-go 1.36 speaks it:
+/// - By default it starts with a streaming list (`sendInitialEvents=true`, RV `""`, match
+///   `NotOlderThan`), collecting the initial events until the bookmark annotated
+///   `k8s.io/initial-events-end: "true"`, then `replace`s the store and keeps the same stream
+///   as its watch. Any error other than a 429, a refused connection or a 410 falls back to a
+///   list.
+/// - A list is at RV `"0"` first, then at the last synced RV; at `""` only after a 410 or a too
+///   large RV (retried at once). Pages of 500 unless the RV is a real version (so the watch cache
+///   can serve it) or an earlier RV `"0"` list came back paginated; an expired continue token
+///   falls back to one full list at the requested RV.
+/// - A watch asks for bookmarks and a random 5-10 minute `timeoutSeconds`, starts at the last
+///   synced RV, and after a clean close (or a dropped connection) starts again from the last RV
+///   without a relist. A 410 (event or answer) ends it and leads to a relist, as does a watch
+///   that ends within a second with no event, or any other `ERROR` event. A 429 or a refused
+///   connection waits (`Retry-After` when given, else the backoff) and watches again.
+/// - Every round of list-and-watch is followed by a backoff (800 ms doubling to 30 s with jitter,
+///   reset after 2 quiet minutes).
+///
+/// Errors go to the watch-error hook and to `tracing`; an undecodable event goes to the decode
+/// hook and is skipped.
+///
+/// # Example
+///
+/// ```
+/// use std::sync::Arc;
+/// use kcache_reflector::Reflector;
+/// use kcache_store::{Cache, DynamicObject, Store};
+/// use kcache_testing::FakeListerWatcher;
+/// use tokio_util::sync::CancellationToken;
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let fake = FakeListerWatcher::<DynamicObject>::new();
+/// fake.handle().add(DynamicObject::new(Some("ns"), "a"));
+/// let cache = Arc::new(Cache::<DynamicObject>::new());
+/// let reflector = Reflector::builder(Arc::new(fake.clone()), cache.clone())
+///     .name("pods")
+///     .build();
+///
+/// let cancel = CancellationToken::new();
+/// tokio::join!(reflector.run(cancel.clone()), async {
+///     fake.handle().wait_for_watches(1).await;
+///     cancel.cancel();
+/// });
+/// assert_eq!(cache.len(), 1);
+/// assert_eq!(reflector.last_sync_resource_version(), "1");
+/// # }
+/// ```
+pub struct Reflector<T: Object> {
+    name: String,
+    lw: Arc<dyn ListerWatcher<T>>,
+    store: Arc<dyn Store<T>>,
+    resync_period: Option<Duration>,
+    should_resync: Option<ShouldResyncFn>,
+    watch_error_hook: Option<ErrorHook>,
+    decode_error_hook: Option<ErrorHook>,
+    page_size: Option<i64>,
+    use_watch_list: bool,
+    min_watch_timeout: Duration,
+    idle_timeout: Option<Duration>,
+    base: ListOptions,
+    transform: Option<TransformFn<T>>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    last_sync_rv: String,
+    rv_unavailable: bool,
+    paginated_result: bool,
+    backoff: Backoff,
+    rng: fastrand::Rng,
+}
+
+/// Builds a [`Reflector`]; see [`Reflector::builder`].
+#[must_use]
+pub struct ReflectorBuilder<T: Object> {
+    lw: Arc<dyn ListerWatcher<T>>,
+    store: Arc<dyn Store<T>>,
+    name: String,
+    resync_period: Option<Duration>,
+    should_resync: Option<ShouldResyncFn>,
+    watch_error_hook: Option<ErrorHook>,
+    decode_error_hook: Option<ErrorHook>,
+    page_size: Option<i64>,
+    use_watch_list: bool,
+    backoff: BackoffConfig,
+    seed: Option<u64>,
+    min_watch_timeout: Duration,
+    idle_timeout: Option<Duration>,
+    base: ListOptions,
+    transform: Option<TransformFn<T>>,
+}
+
+impl<T: Object> ReflectorBuilder<T> {
+    /// The name used in logs and errors (default `reflector`).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Calls `store.resync()` every `period` while watching; zero turns resync off (the default).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = (!period.is_zero()).then_some(period);
+        self
+    }
+
+    /// Asked at each resync tick; `false` skips that resync (client-go's `ShouldResync`).
+    pub fn should_resync(mut self, f: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        self.should_resync = Some(Arc::new(f));
+        self
+    }
+
+    /// Told about every list or watch error (client-go's `WatchErrorHandler`): failed rounds,
+    /// watches ended by an error, retried watch requests. It never changes what happens next.
+    pub fn watch_error_handler(mut self, f: impl Fn(&Error) + Send + Sync + 'static) -> Self {
+        self.watch_error_hook = Some(Arc::new(f));
+        self
+    }
+
+    /// Told about every watch event that could not be decoded (it is skipped).
+    pub fn decode_error_handler(mut self, f: impl Fn(&Error) + Send + Sync + 'static) -> Self {
+        self.decode_error_hook = Some(Arc::new(f));
+        self
+    }
+
+    /// An explicit list page size (client-go's `WatchListPageSize`). Without it the page size is
+    /// automatic: 500, except for a list at a real resource version, which is unpaginated so the
+    /// watch cache can serve it.
+    pub fn page_size(mut self, size: i64) -> Self {
+        self.page_size = (size > 0).then_some(size);
+        self
+    }
+
+    /// Whether to start with a streaming list (`sendInitialEvents`); on by default.
+    pub fn use_watch_list(mut self, on: bool) -> Self {
+        self.use_watch_list = on;
+        self
+    }
+
+    /// The backoff numbers (default: client-go's).
+    pub fn backoff(mut self, config: BackoffConfig) -> Self {
+        self.backoff = config;
+        self
+    }
+
+    /// Seeds the random jitter and watch timeouts, so runs are reproducible.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// The shortest watch timeout; honoured only above 5 minutes, as in client-go.
+    pub fn min_watch_timeout(mut self, min: Duration) -> Self {
+        self.min_watch_timeout = min.max(MIN_WATCH_TIMEOUT);
+        self
+    }
+
+    /// Ends a watch that delivered nothing for this long (`None`: never). Default 5 minutes.
+    pub fn idle_timeout(mut self, idle: Option<Duration>) -> Self {
+        self.idle_timeout = idle.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// The label and field selectors of every request (other fields are ignored).
+    pub fn list_options(mut self, base: ListOptions) -> Self {
+        self.base = ListOptions {
+            label_selector: base.label_selector,
+            field_selector: base.field_selector,
+            ..ListOptions::default()
+        };
+        self
+    }
+
+    /// Transforms each object before it is stored (e.g. to drop `managedFields`).
+    pub fn transform(mut self, f: impl Fn(T) -> T + Send + Sync + 'static) -> Self {
+        self.transform = Some(Arc::new(f));
+        self
+    }
+
+    /// The reflector.
+    #[must_use]
+    pub fn build(self) -> Reflector<T> {
+        let seed = self.seed.unwrap_or_else(|| fastrand::u64(..));
+        Reflector {
+            name: self.name,
+            lw: self.lw,
+            store: self.store,
+            resync_period: self.resync_period,
+            should_resync: self.should_resync,
+            watch_error_hook: self.watch_error_hook,
+            decode_error_hook: self.decode_error_hook,
+            page_size: self.page_size,
+            use_watch_list: self.use_watch_list,
+            min_watch_timeout: self.min_watch_timeout,
+            idle_timeout: self.idle_timeout,
+            base: self.base,
+            transform: self.transform,
+            state: Mutex::new(State {
+                last_sync_rv: String::new(),
+                rv_unavailable: false,
+                paginated_result: false,
+                backoff: Backoff::new(self.backoff, seed),
+                rng: fastrand::Rng::with_seed(seed.wrapping_add(0x9E37_79B9_7F4A_7C15)),
+            }),
+        }
+    }
+}
+
+impl<T: Object> fmt::Debug for ReflectorBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReflectorBuilder")
+            .field("name", &self.name)
+            .field("resync_period", &self.resync_period)
+            .field("page_size", &self.page_size)
+            .field("use_watch_list", &self.use_watch_list)
+            .field("backoff", &self.backoff)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("base", &self.base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Object> fmt::Debug for Reflector<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reflector")
+            .field("name", &self.name)
+            .field(
+                "last_sync_resource_version",
+                &self.last_sync_resource_version(),
+            )
+            .field("use_watch_list", &self.use_watch_list)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a watch stream ended without an error.
+enum WatchEnd {
+    /// The server closed it (or the connection dropped): watch again from the last RV.
+    Clean,
+    /// The cancellation token fired.
+    Cancelled,
+}
+
+/// How a streaming list's initial phase ended without an error.
+enum InitialEvents<T> {
+    /// The initial-events-end bookmark arrived: the state and its RV.
+    Synced(Vec<Arc<T>>, String),
+    /// The stream ended first: try again.
+    Ended,
+    /// The cancellation token fired.
+    Cancelled,
+}
+
+/// The next item of a watch stream, or why there is none.
+enum Next<T> {
+    Item(Option<Result<WatchEvent<T>, Error>>),
+    Resync,
+    Idle(Duration),
+    Cancelled,
+}
+
+/// Runs `f` unless `cancel` fires first.
+async fn cancellable<F: Future>(cancel: &CancellationToken, f: F) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => None,
+        v = f => Some(v),
+    }
+}
+
+/// Sleeps `d`; `false` if `cancel` fired first.
+async fn sleep_or_cancel(cancel: &CancellationToken, d: Duration) -> bool {
+    cancellable(cancel, tokio::time::sleep(d)).await.is_some()
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+impl<T: Object> Reflector<T> {
+    /// A builder writing what `lw` lists and watches into `store`.
+    pub fn builder(lw: Arc<dyn ListerWatcher<T>>, store: Arc<dyn Store<T>>) -> ReflectorBuilder<T> {
+        ReflectorBuilder {
+            lw,
+            store,
+            name: "reflector".to_owned(),
+            resync_period: None,
+            should_resync: None,
+            watch_error_hook: None,
+            decode_error_hook: None,
+            page_size: None,
+            use_watch_list: true,
+            backoff: BackoffConfig::default(),
+            seed: None,
+            min_watch_timeout: MIN_WATCH_TIMEOUT,
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            base: ListOptions::default(),
+            transform: None,
+        }
+    }
+
+    /// The reflector's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The resource version of the last list, event or bookmark applied (`""` before the first).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.state().last_sync_rv.clone()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_last_sync_rv(&self, rv: &str) {
+        let mut s = self.state();
+        if s.last_sync_rv != rv {
+            s.last_sync_rv.clear();
+            s.last_sync_rv.push_str(rv);
+        }
+    }
+
+    fn set_rv_unavailable(&self, unavailable: bool) {
+        self.state().rv_unavailable = unavailable;
+    }
+
+    /// The RV of a relist: `""` after a 410, `"0"` before the first sync, else the last one.
+    fn relist_resource_version(&self) -> String {
+        let s = self.state();
+        if s.rv_unavailable {
+            String::new()
+        } else if s.last_sync_rv.is_empty() {
+            "0".to_owned()
+        } else {
+            s.last_sync_rv.clone()
+        }
+    }
+
+    /// The RV of a streaming list: `""` after a 410, else the last synced one.
+    fn rewatch_resource_version(&self) -> String {
+        let s = self.state();
+        if s.rv_unavailable {
+            String::new()
+        } else {
+            s.last_sync_rv.clone()
+        }
+    }
+
+    fn next_backoff(&self) -> Duration {
+        self.state().backoff.next_delay(Instant::now())
+    }
+
+    /// A random `timeoutSeconds` in `[min, 2 * min)`.
+    fn watch_timeout_seconds(&self) -> i64 {
+        let min = self.min_watch_timeout.as_secs().max(1);
+        let secs = min + self.state().rng.u64(0..min);
+        i64::try_from(secs).unwrap_or(i64::MAX)
+    }
+
+    fn options(&self) -> ListOptions {
+        self.base.clone()
+    }
+
+    fn report(&self, e: &Error) {
+        tracing::warn!(reflector = %self.name, error = %e, "list/watch error");
+        if let Some(hook) = &self.watch_error_hook {
+            hook(e);
+        }
+    }
+
+    fn report_decode(&self, e: &Error) {
+        tracing::warn!(reflector = %self.name, error = %e, "skipping undecodable watch event");
+        if let Some(hook) = &self.decode_error_hook {
+            hook(e);
+        }
+    }
+
+    fn prepare(&self, obj: T) -> Arc<T> {
+        Arc::new(match &self.transform {
+            Some(f) => f(obj),
+            None => obj,
+        })
+    }
+
+    /// Lists and watches until the cancellation token fires, backing off between rounds.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future stops the reflector at once; nothing is left half-written (each store
+    /// call is synchronous). Cancelling the token makes it return promptly, even from a backoff
+    /// sleep or a stalled stream.
+    pub async fn run(&self, cancel: CancellationToken) {
+        loop {
+            if cancel.is_cancelled() {
+                return;
+            }
+            if let Err(e) = self.list_and_watch(&cancel).await {
+                self.report(&e);
+            }
+            if cancel.is_cancelled() {
+                return;
+            }
+            let delay = self.next_backoff();
+            tracing::debug!(reflector = %self.name, ?delay, "backing off before the next list");
+            if !sleep_or_cancel(&cancel, delay).await {
+                return;
+            }
+        }
+    }
+
+    /// One round: a streaming list (or a list), then watches until one must relist. `Ok` when
+    /// a relist is due or `cancel` fired.
+    ///
+    /// # Errors
+    ///
+    /// The list failed, a watch request failed with an error that calls for a relist, or the
+    /// store refused a replace.
+    pub async fn list_and_watch(&self, cancel: &CancellationToken) -> Result<(), Error> {
+        let mut stream = None;
+        if self.use_watch_list {
+            match self.watch_list(cancel).await {
+                Ok(Some(s)) => stream = Some(s),
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    tracing::debug!(
+                        reflector = %self.name, error = %e,
+                        "streaming list failed, falling back to a list"
+                    );
+                }
+            }
+        }
+        if stream.is_none() && !self.list(cancel).await? {
+            return Ok(());
+        }
+        self.watch(stream, cancel).await
+    }
+
+    /// Lists into the store. `Ok(false)` when cancelled.
+    async fn list(&self, cancel: &CancellationToken) -> Result<bool, Error> {
+        let rv = self.relist_resource_version();
+        let page_size = match self.page_size {
+            Some(n) => n,
+            None if self.state().paginated_result => DEFAULT_PAGE_SIZE,
+            None if !rv.is_empty() && rv != "0" => 0,
+            None => DEFAULT_PAGE_SIZE,
+        };
+        let opts = ListOptions {
+            resource_version: rv.clone(),
+            ..self.options()
+        };
+        let Some(result) = cancellable(cancel, self.pager_list(opts, page_size)).await else {
+            return Ok(false);
+        };
+        let (list, paginated) = match result {
+            Err(e) if e.is_gone() || e.is_too_large_rv() => {
+                tracing::debug!(reflector = %self.name, error = %e, "relisting at the latest version");
+                self.set_rv_unavailable(true);
+                let opts = ListOptions {
+                    resource_version: self.relist_resource_version(),
+                    ..self.options()
+                };
+                match cancellable(cancel, self.pager_list(opts, page_size)).await {
+                    None => return Ok(false),
+                    Some(r) => r?,
+                }
+            }
+            r => r?,
+        };
+        {
+            let mut s = self.state();
+            if rv == "0" && paginated {
+                s.paginated_result = true;
+            }
+            s.rv_unavailable = false;
+        }
+        let items: Vec<Arc<T>> = list.items.into_iter().map(|o| self.prepare(o)).collect();
+        self.store
+            .replace(items, &list.resource_version)
+            .map_err(Error::Store)?;
+        self.set_last_sync_rv(&list.resource_version);
+        Ok(true)
+    }
+
+    /// client-go's pager: follows continue tokens, clears the RV on later pages, and after an
+    /// expired continue token lists everything at once at the requested RV. Also says whether
+    /// the result came in pages.
+    async fn pager_list(
+        &self,
+        mut opts: ListOptions,
+        page_size: i64,
+    ) -> Result<(ObjectList<T>, bool), Error> {
+        if opts.limit.unwrap_or(0) == 0 {
+            opts.limit = (page_size > 0).then_some(page_size);
+        }
+        let requested_rv = opts.resource_version.clone();
+        let requested_rvm = opts.resource_version_match;
+        let mut acc: Option<(Vec<T>, String)> = None;
+        let mut paginated = false;
+        loop {
+            let page = match self.lw.list(&opts).await {
+                Ok(page) => page,
+                Err(e) if e.is_expired() && !opts.continue_token.is_empty() => {
+                    tracing::debug!(
+                        reflector = %self.name,
+                        "continue token expired, listing everything at once"
+                    );
+                    opts.limit = None;
+                    opts.continue_token.clear();
+                    opts.resource_version = requested_rv;
+                    opts.resource_version_match = requested_rvm;
+                    return Ok((self.lw.list(&opts).await?, paginated));
+                }
+                Err(e) => return Err(e),
+            };
+            let next = page.next_page_token().map(str::to_owned);
+            if next.is_none() && acc.is_none() {
+                return Ok((page, paginated));
+            }
+            let (items, _) = acc.get_or_insert_with(|| (Vec::new(), page.resource_version.clone()));
+            items.extend(page.items);
+            match next {
+                None => {
+                    let (items, rv) = acc.take().unwrap_or_default();
+                    return Ok((ObjectList::new(items, rv), paginated));
+                }
+                Some(token) => {
+                    opts.continue_token = token;
+                    opts.resource_version.clear();
+                    opts.resource_version_match = None;
+                    paginated = true;
+                }
+            }
+        }
+    }
+
+    /// After a watch error: waits and says `true` when the request should simply be retried
+    /// (429, refused connection), marks the RV unavailable and says `true` after a 410 or a too
+    /// large RV, else `false`. `None` when cancelled while waiting.
+    async fn retry_watch_list(&self, e: &Error, cancel: &CancellationToken) -> Option<bool> {
+        if e.is_watch_retriable() {
+            let delay = e.retry_after().unwrap_or_else(|| self.next_backoff());
+            return sleep_or_cancel(cancel, delay).await.then_some(true);
+        }
+        if e.is_gone() || e.is_too_large_rv() {
+            self.set_rv_unavailable(true);
+            return Some(true);
+        }
+        Some(false)
+    }
+
+    /// The streaming list. `Ok(Some(stream))` once the store holds the initial state (the
+    /// stream then goes on as the watch), `Ok(None)` when cancelled.
+    async fn watch_list(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<Option<WatchStream<T>>, Error> {
+        loop {
+            if cancel.is_cancelled() {
+                return Ok(None);
+            }
+            let opts = ListOptions {
+                resource_version: self.rewatch_resource_version(),
+                resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+                allow_watch_bookmarks: true,
+                send_initial_events: Some(true),
+                timeout_seconds: Some(self.watch_timeout_seconds()),
+                ..self.options()
+            };
+            let start = Instant::now();
+            let outcome = match cancellable(cancel, self.lw.watch(&opts)).await {
+                None => return Ok(None),
+                Some(Ok(mut stream)) => self
+                    .initial_events(&mut stream, start, cancel)
+                    .await
+                    .map(|o| (o, stream)),
+                Some(Err(e)) => Err(e),
+            };
+            match outcome {
+                Ok((InitialEvents::Synced(items, rv), stream)) => {
+                    self.set_rv_unavailable(false);
+                    self.store.replace(items, &rv).map_err(Error::Store)?;
+                    self.set_last_sync_rv(&rv);
+                    return Ok(Some(stream));
+                }
+                Ok((InitialEvents::Ended, _)) => {}
+                Ok((InitialEvents::Cancelled, _)) => return Ok(None),
+                Err(e) => match self.retry_watch_list(&e, cancel).await {
+                    None => return Ok(None),
+                    Some(true) => {}
+                    Some(false) => return Err(e),
+                },
+            }
+        }
+    }
+
+    /// Collects a streaming list's initial events until the initial-events-end bookmark.
+    async fn initial_events(
+        &self,
+        stream: &mut WatchStream<T>,
+        start: Instant,
+        cancel: &CancellationToken,
+    ) -> Result<InitialEvents<T>, Error> {
+        let mut temp: BTreeMap<ObjectKey, Arc<T>> = BTreeMap::new();
+        let mut count = 0usize;
+        let mut last_event = Instant::now();
+        loop {
+            let item = match self.next(stream, None, &mut last_event, cancel).await {
+                Next::Item(item) => item,
+                Next::Resync => continue,
+                Next::Idle(d) => return Err(Error::WatchIdle(d)),
+                Next::Cancelled => return Ok(InitialEvents::Cancelled),
+            };
+            let ev = match item {
+                None | Some(Err(Error::Transport(_) | Error::Timeout)) => {
+                    if count == 0 && start.elapsed() < VERY_SHORT_WATCH {
+                        return Err(Error::VeryShortWatch {
+                            name: self.name.clone(),
+                        });
+                    }
+                    return Ok(InitialEvents::Ended);
+                }
+                Some(Err(e @ Error::Decode { .. })) => {
+                    self.report_decode(&e);
+                    continue;
+                }
+                Some(Err(e)) => return Err(e),
+                Some(Ok(ev)) => ev,
+            };
+            count += 1;
+            match ev {
+                WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                    let o = self.prepare(o);
+                    match meta_namespace_key(&*o) {
+                        Ok(k) => {
+                            temp.insert(k, o);
+                        }
+                        Err(e) => {
+                            tracing::warn!(reflector = %self.name, error = %e, "skipping object");
+                        }
+                    }
+                }
+                WatchEvent::Deleted(o) => {
+                    if let Ok(k) = meta_namespace_key(&o) {
+                        temp.remove(&k);
+                    }
+                }
+                WatchEvent::Bookmark(b) => {
+                    if b.initial_events_end {
+                        return Ok(InitialEvents::Synced(
+                            temp.into_values().collect(),
+                            b.resource_version,
+                        ));
+                    }
+                }
+                WatchEvent::Error(s) => return Err(Error::Api(s)),
+            }
+        }
+    }
+
+    /// Waits for the next stream item, a resync tick, the idle timeout or cancellation.
+    async fn next(
+        &self,
+        stream: &mut WatchStream<T>,
+        resync_at: Option<Instant>,
+        last_event: &mut Instant,
+        cancel: &CancellationToken,
+    ) -> Next<T> {
+        loop {
+            let idle_at = self.idle_timeout.map(|d| *last_event + d);
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Next::Cancelled,
+                () = sleep_until_opt(resync_at) => return Next::Resync,
+                () = sleep_until_opt(idle_at) => {
+                    if let Some(d) = self.idle_timeout {
+                        return Next::Idle(d);
+                    }
+                }
+                item = stream.next() => {
+                    *last_event = Instant::now();
+                    return Next::Item(item);
+                }
+            }
+        }
+    }
+
+    /// The watch loop: watches (or goes on with the streaming list's stream) until a relist is
+    /// due, re-watching from the last RV after clean closes.
+    async fn watch(
+        &self,
+        mut stream: Option<WatchStream<T>>,
+        cancel: &CancellationToken,
+    ) -> Result<(), Error> {
+        let mut resync_at = self.resync_period.map(|p| Instant::now() + p);
+        loop {
+            if cancel.is_cancelled() {
+                return Ok(());
+            }
+            let start = Instant::now();
+            let (s, propagate) = if let Some(s) = stream.take() {
+                (s, true)
+            } else {
+                let rv = self.last_sync_resource_version();
+                let opts = ListOptions {
+                    resource_version: rv.clone(),
+                    timeout_seconds: Some(self.watch_timeout_seconds()),
+                    allow_watch_bookmarks: true,
+                    ..self.options()
+                };
+                match cancellable(cancel, self.lw.watch(&opts)).await {
+                    None => return Ok(()),
+                    Some(Ok(s)) => (s, !rv.is_empty() && rv != "0"),
+                    Some(Err(e)) if e.is_watch_retriable() => {
+                        self.report(&e);
+                        let delay = e.retry_after().unwrap_or_else(|| self.next_backoff());
+                        if !sleep_or_cancel(cancel, delay).await {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                    Some(Err(e)) => return Err(e),
+                }
+            };
+            match self
+                .handle_watch(s, propagate, start, &mut resync_at, cancel)
+                .await
+            {
+                Ok(WatchEnd::Clean) => {}
+                Ok(WatchEnd::Cancelled) => return Ok(()),
+                Err(e) if e.is_too_many_requests() => {
+                    self.report(&e);
+                    let delay = e.retry_after().unwrap_or_else(|| self.next_backoff());
+                    if !sleep_or_cancel(cancel, delay).await {
+                        return Ok(());
+                    }
+                }
+                Err(e @ Error::WatchIdle(_)) => self.report(&e),
+                Err(e) => {
+                    // A 410 and everything else: relist (after the round's backoff).
+                    self.report(&e);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Applies one watch stream's events to the store until it ends.
+    async fn handle_watch(
+        &self,
+        mut stream: WatchStream<T>,
+        mut propagate: bool,
+        start: Instant,
+        resync_at: &mut Option<Instant>,
+        cancel: &CancellationToken,
+    ) -> Result<WatchEnd, Error> {
+        let mut count = 0usize;
+        let mut last_event = Instant::now();
+        loop {
+            let item = match self
+                .next(&mut stream, *resync_at, &mut last_event, cancel)
+                .await
+            {
+                Next::Item(item) => item,
+                Next::Resync => {
+                    *resync_at = self.resync_period.map(|p| Instant::now() + p);
+                    if self.should_resync.as_ref().is_none_or(|f| f()) {
+                        tracing::debug!(reflector = %self.name, "resync");
+                        self.store.resync().map_err(Error::Store)?;
+                    }
+                    continue;
+                }
+                Next::Idle(d) => return Err(Error::WatchIdle(d)),
+                Next::Cancelled => return Ok(WatchEnd::Cancelled),
+            };
+            let ev = match item {
+                None | Some(Err(Error::Transport(_) | Error::Timeout)) => {
+                    if count == 0 && start.elapsed() < VERY_SHORT_WATCH {
+                        return Err(Error::VeryShortWatch {
+                            name: self.name.clone(),
+                        });
+                    }
+                    return Ok(WatchEnd::Clean);
+                }
+                Some(Err(e @ Error::Decode { .. })) => {
+                    self.report_decode(&e);
+                    continue;
+                }
+                Some(Err(e)) => return Err(e),
+                Some(Ok(ev)) => ev,
+            };
+            count += 1;
+            let (obj, result) = match ev {
+                WatchEvent::Added(o) => {
+                    let o = self.prepare(o);
+                    (Some(Arc::clone(&o)), self.store.add(o))
+                }
+                WatchEvent::Modified(o) => {
+                    let o = self.prepare(o);
+                    propagate = true;
+                    (Some(Arc::clone(&o)), self.store.update(o))
+                }
+                WatchEvent::Deleted(o) => {
+                    let o = self.prepare(o);
+                    propagate = true;
+                    (Some(Arc::clone(&o)), self.store.delete(o))
+                }
+                WatchEvent::Bookmark(b) => {
+                    propagate = true;
+                    if !b.resource_version.is_empty() {
+                        self.store.bookmark(&b.resource_version);
+                        self.set_last_sync_rv(&b.resource_version);
+                    }
+                    continue;
+                }
+                WatchEvent::Error(s) => return Err(Error::Api(s)),
+            };
+            if let Err(e) = result {
+                tracing::warn!(reflector = %self.name, error = %e, "store write failed");
+            }
+            if propagate
+                && let Some(rv) = obj.as_deref().and_then(T::resource_version)
+                && !rv.is_empty()
+            {
+                self.set_last_sync_rv(rv);
+            }
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Integration tests of `kcache-reflector`: one binary, one module per area. The request
+//! sequence each scenario produces is the contract (client-go's reflector rules).
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on any unexpected error"
+)]
+
+mod faults;
+mod list;
+mod send_sync;
+mod support;
+mod watch;
+mod watch_list;

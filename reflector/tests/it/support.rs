@@ -1,0 +1,201 @@
+//! Shared helpers: objects, a reflector over a fake, request normalisation, store comparison.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kcache_reflector::{ListOptions, Reflector, ReflectorBuilder, ResourceVersionMatch};
+use kcache_store::{Cache, DynamicObject, ObjectKey, Store};
+use kcache_testing::{FakeHandle, FakeListerWatcher, FakeRequest};
+use tokio_util::sync::CancellationToken;
+
+pub(crate) type Obj = DynamicObject;
+
+/// A pod in namespace `ns`.
+pub(crate) fn pod(name: &str) -> Obj {
+    DynamicObject::new(Some("ns"), name)
+}
+
+/// A store that counts `resync` calls, over a cache.
+#[derive(Debug, Default)]
+pub(crate) struct CountingStore {
+    pub(crate) cache: Cache<Obj>,
+    pub(crate) resyncs: AtomicUsize,
+}
+
+impl Store<Obj> for CountingStore {
+    fn add(&self, obj: Arc<Obj>) -> kcache_store::Result<()> {
+        self.cache.add(obj)
+    }
+    fn update(&self, obj: Arc<Obj>) -> kcache_store::Result<()> {
+        self.cache.update(obj)
+    }
+    fn delete(&self, obj: Arc<Obj>) -> kcache_store::Result<()> {
+        self.cache.delete(obj)
+    }
+    fn list(&self) -> Vec<Arc<Obj>> {
+        self.cache.list()
+    }
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.cache.list_keys()
+    }
+    fn get(&self, obj: &Obj) -> kcache_store::Result<Option<Arc<Obj>>> {
+        self.cache.get(obj)
+    }
+    fn get_by_key(&self, key: &str) -> Option<Arc<Obj>> {
+        self.cache.get_by_key(key)
+    }
+    fn replace(&self, list: Vec<Arc<Obj>>, rv: &str) -> kcache_store::Result<()> {
+        self.cache.replace(list, rv)
+    }
+    fn resync(&self) -> kcache_store::Result<()> {
+        self.resyncs.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn bookmark(&self, rv: &str) {
+        self.cache.bookmark(rv);
+    }
+    fn last_sync_resource_version(&self) -> Option<String> {
+        self.cache.last_sync_resource_version()
+    }
+}
+
+/// A fake, its handle, the store and the errors the hooks saw.
+pub(crate) struct Env {
+    pub(crate) fake: FakeListerWatcher<Obj>,
+    pub(crate) handle: FakeHandle<Obj>,
+    pub(crate) store: Arc<CountingStore>,
+    pub(crate) errors: Arc<Mutex<Vec<String>>>,
+    pub(crate) decode_errors: Arc<Mutex<Vec<String>>>,
+}
+
+impl Env {
+    /// A fake holding pods `p1..=pn` (so at resource version `n`).
+    pub(crate) fn with_pods(n: usize) -> Self {
+        let fake = FakeListerWatcher::new();
+        let handle = fake.handle();
+        for i in 1..=n {
+            handle.add(pod(&format!("p{i}")));
+        }
+        Self {
+            fake,
+            handle,
+            store: Arc::new(CountingStore::default()),
+            errors: Arc::default(),
+            decode_errors: Arc::default(),
+        }
+    }
+
+    /// A reflector over this fake with a fixed seed and hooks recording errors.
+    pub(crate) fn builder(&self) -> ReflectorBuilder<Obj> {
+        let errors = Arc::clone(&self.errors);
+        let decode = Arc::clone(&self.decode_errors);
+        Reflector::builder(Arc::new(self.fake.clone()), self.store.clone())
+            .name("test")
+            .seed(42)
+            .watch_error_handler(move |e| errors.lock().unwrap().push(e.to_string()))
+            .decode_error_handler(move |e| decode.lock().unwrap().push(e.to_string()))
+    }
+
+    /// The classic list-then-watch reflector.
+    pub(crate) fn classic(&self) -> Reflector<Obj> {
+        self.builder().use_watch_list(false).build()
+    }
+
+    /// The recorded requests, with each watch's random `timeoutSeconds` checked to be in
+    /// `[300, 600)` and then blanked.
+    pub(crate) fn requests(&self) -> Vec<FakeRequest> {
+        self.handle
+            .requests()
+            .into_iter()
+            .map(|r| match r {
+                FakeRequest::Watch(mut o) => {
+                    let t = o.timeout_seconds.take().expect("a watch timeout");
+                    assert!((300..600).contains(&t), "timeoutSeconds {t}");
+                    FakeRequest::Watch(o)
+                }
+                list @ FakeRequest::List(_) => list,
+            })
+            .collect()
+    }
+
+    /// Asserts that the store holds exactly the fake's state.
+    pub(crate) fn assert_store_matches(&self) {
+        let mut stored: Vec<Obj> = self.store.list().iter().map(|o| (**o).clone()).collect();
+        stored.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let mut want = self.handle.objects();
+        want.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        assert_eq!(stored, want);
+    }
+
+    /// Waits until the store holds exactly the fake's state.
+    pub(crate) async fn wait_synced(&self) {
+        let want = self.handle.objects();
+        let store = Arc::clone(&self.store);
+        kcache_testing::wait_until(Duration::from_secs(600), move || {
+            want.iter().all(|o| {
+                let key = format!("ns/{}", o.metadata.name.as_deref().unwrap_or_default());
+                store.get_by_key(&key).is_some_and(|s| *s == *o)
+            }) && store.len() == want.len()
+        })
+        .await;
+    }
+
+    /// The errors the watch-error hook saw.
+    pub(crate) fn errors(&self) -> Vec<String> {
+        self.errors.lock().unwrap().clone()
+    }
+}
+
+/// Runs `reflector` while `script` runs, then cancels it and waits for it to stop.
+pub(crate) async fn drive(reflector: &Reflector<Obj>, script: impl Future<Output = ()>) {
+    let cancel = CancellationToken::new();
+    tokio::join!(reflector.run(cancel.clone()), async {
+        script.await;
+        cancel.cancel();
+    });
+}
+
+/// A list request at `rv` with `limit`.
+pub(crate) fn list(rv: &str, limit: Option<i64>) -> FakeRequest {
+    FakeRequest::List(ListOptions {
+        resource_version: rv.into(),
+        limit,
+        ..ListOptions::default()
+    })
+}
+
+/// A list request for the page after `token`.
+pub(crate) fn list_continue(token: &str, limit: Option<i64>) -> FakeRequest {
+    FakeRequest::List(ListOptions {
+        continue_token: token.into(),
+        limit,
+        ..ListOptions::default()
+    })
+}
+
+/// A plain watch from `rv` (timeout blanked).
+pub(crate) fn watch(rv: &str) -> FakeRequest {
+    FakeRequest::Watch(ListOptions {
+        resource_version: rv.into(),
+        allow_watch_bookmarks: true,
+        ..ListOptions::default()
+    })
+}
+
+/// A streaming list from `rv` (timeout blanked).
+pub(crate) fn watch_list(rv: &str) -> FakeRequest {
+    FakeRequest::Watch(ListOptions {
+        resource_version: rv.into(),
+        resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+        allow_watch_bookmarks: true,
+        send_initial_events: Some(true),
+        ..ListOptions::default()
+    })
+}
+
+/// Sleeps `secs` seconds of (paused) tokio time.
+pub(crate) async fn sleep_secs(secs: u64) {
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+}

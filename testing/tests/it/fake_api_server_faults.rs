@@ -1,0 +1,218 @@
+//! Fault injection tests for the fake API server (api-protocol.md 7.2).
+
+use std::time::Duration;
+
+use http::StatusCode;
+use kcache_testing::fake_api_server::{ApiResource, FakeApiServer, Fault, FaultKind, Verb};
+
+use crate::fake_api_server::pod;
+use crate::fake_api_server_client::{Client, End, summary};
+
+async fn server_with_pods(n: usize) -> FakeApiServer {
+    let server = FakeApiServer::start().await.unwrap();
+    for i in 0..n {
+        server
+            .create(&ApiResource::pods(), pod("ns", &format!("p{i}"), "web"))
+            .unwrap();
+    }
+    server
+}
+
+#[tokio::test]
+async fn list_errors_with_status_and_retry_after_then_success() {
+    let server = server_with_pods(1).await;
+    let client = Client::new(&server);
+    server.inject(Fault::status(Verb::List, 500, "InternalError", "boom").times(2));
+    server.inject(Fault::too_many_requests(Verb::List, 3).on(&ApiResource::pods()));
+    for _ in 0..2 {
+        let reply = client.get("/api/v1/pods").await;
+        assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(reply.json()["message"], "boom");
+    }
+    let reply = client.get("/api/v1/pods").await;
+    assert_eq!(reply.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(reply.headers["retry-after"], "3");
+    assert_eq!(reply.json()["details"]["retryAfterSeconds"], 3);
+    assert_eq!(client.get("/api/v1/pods").await.status, StatusCode::OK);
+    // APF-style text 429; only on pods, so nodes are unaffected.
+    server.inject(
+        Fault::new(
+            Verb::List,
+            FaultKind::Text {
+                code: 429,
+                body: "Too many requests, please try again later.\n".into(),
+                retry_after: Some(1),
+            },
+        )
+        .on(&ApiResource::pods()),
+    );
+    assert_eq!(client.get("/api/v1/nodes").await.status, StatusCode::OK);
+    let text = client.get("/api/v1/pods").await;
+    assert_eq!(text.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(
+        text.headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+}
+
+#[tokio::test]
+async fn watch_open_errors_429_and_direct_410() {
+    let server = server_with_pods(1).await;
+    let client = Client::new(&server);
+    server.inject(Fault::too_many_requests(Verb::Watch, 2));
+    server.inject(Fault::status(Verb::Watch, 410, "Gone", "gone"));
+    let reply = client.get("/api/v1/pods?watch=1").await;
+    assert_eq!(reply.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(reply.headers["retry-after"], "2");
+    let reply = client.get("/api/v1/pods?watch=1").await;
+    assert_eq!(reply.status, StatusCode::GONE);
+    // Lists were not affected.
+    assert_eq!(client.get("/api/v1/pods").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn drop_the_connection_after_n_events() {
+    let server = server_with_pods(3).await;
+    let client = Client::new(&server);
+    server.inject(Fault::watch(FaultKind::DropAfter(2)));
+    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    watch.next().await;
+    watch.next().await;
+    assert_eq!(
+        watch.next_line(Duration::from_secs(5)).await.unwrap_err(),
+        End::Aborted
+    );
+}
+
+#[tokio::test]
+async fn truncated_line_then_eof() {
+    let server = server_with_pods(2).await;
+    let client = Client::new(&server);
+    server.inject(Fault::watch(FaultKind::TruncateAfter(1)));
+    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    watch.next().await;
+    let partial = watch.next_line(Duration::from_secs(5)).await.unwrap();
+    assert!(serde_json::from_slice::<serde_json::Value>(&partial).is_err());
+    assert!(!partial.ends_with(b"\n"));
+    assert_eq!(watch.end(Duration::from_secs(5)).await, End::Clean);
+}
+
+#[tokio::test]
+async fn corrupt_line_and_unknown_type_mid_stream() {
+    let server = server_with_pods(2).await;
+    let client = Client::new(&server);
+    server.inject(Fault::watch(FaultKind::CorruptAfter(1)));
+    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    watch.next().await;
+    let corrupt = watch.next_line(Duration::from_secs(5)).await.unwrap();
+    assert!(serde_json::from_slice::<serde_json::Value>(&corrupt).is_err());
+    assert_eq!(
+        summary(&watch.next().await).1,
+        "p1",
+        "the stream carries on"
+    );
+
+    server.inject(Fault::watch(FaultKind::UnknownTypeAfter(0)));
+    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    assert_eq!(watch.next().await["type"], "BOGUS");
+    assert_eq!(summary(&watch.next().await).0, "ADDED");
+}
+
+#[tokio::test]
+async fn expired_error_event_at_start_and_mid_stream() {
+    let server = server_with_pods(3).await;
+    let client = Client::new(&server);
+    server.inject(Fault::expired_event(0));
+    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    let error = watch.next().await;
+    assert_eq!(error["type"], "ERROR");
+    assert_eq!(error["object"]["reason"], "Expired");
+    assert_eq!(error["object"]["code"], 410);
+    assert_eq!(watch.end(Duration::from_secs(5)).await, End::Clean);
+
+    server.inject(Fault::expired_event(2));
+    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    watch.next().await;
+    watch.next().await;
+    assert_eq!(watch.next().await["type"], "ERROR");
+    assert_eq!(watch.end(Duration::from_secs(5)).await, End::Clean);
+}
+
+#[tokio::test]
+async fn early_clean_close() {
+    let server = server_with_pods(3).await;
+    let client = Client::new(&server);
+    server.inject(Fault::watch(FaultKind::CloseAfter(1)));
+    let mut watch = client
+        .watch("/api/v1/pods?watch=1&timeoutSeconds=600")
+        .await;
+    watch.next().await;
+    assert_eq!(watch.end(Duration::from_secs(5)).await, End::Clean);
+}
+
+#[tokio::test]
+async fn stalled_stream_sends_nothing_and_stays_open() {
+    let server = FakeApiServer::builder()
+        .bookmark_interval(Duration::from_millis(50))
+        .start()
+        .await
+        .unwrap();
+    server
+        .create(&ApiResource::pods(), pod("ns", "a", "web"))
+        .unwrap();
+    let client = Client::new(&server);
+    server.inject(Fault::watch(FaultKind::Stall));
+    let mut watch = client
+        .watch("/api/v1/pods?watch=1&allowWatchBookmarks=true")
+        .await;
+    assert_eq!(
+        watch
+            .next_line(Duration::from_millis(400))
+            .await
+            .unwrap_err(),
+        End::Timeout
+    );
+}
+
+#[tokio::test]
+async fn slow_stream_delays_each_event() {
+    let server = server_with_pods(3).await;
+    let client = Client::new(&server);
+    server.inject(Fault::watch(FaultKind::Slow(Duration::from_millis(100))));
+    let started = std::time::Instant::now();
+    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    for _ in 0..3 {
+        watch.next().await;
+    }
+    assert!(started.elapsed() >= Duration::from_millis(300));
+}
+
+#[tokio::test]
+async fn compaction_expires_resumes_exact_lists_and_tokens() {
+    let server = server_with_pods(3).await;
+    let client = Client::new(&server);
+    let page = client.get("/api/v1/pods?limit=1").await.json();
+    let token = page["metadata"]["continue"].as_str().unwrap().to_owned();
+    server
+        .create(&ApiResource::pods(), pod("ns", "late", "web"))
+        .unwrap();
+    server.compact();
+    let mut watch = client.watch("/api/v1/pods?watch=1&resourceVersion=2").await;
+    assert_eq!(watch.next().await["object"]["code"], 410);
+    assert_eq!(
+        client
+            .get(&format!("/api/v1/pods?limit=1&continue={token}"))
+            .await
+            .status,
+        StatusCode::GONE
+    );
+    assert_eq!(
+        client
+            .get("/api/v1/pods?resourceVersion=3&resourceVersionMatch=Exact")
+            .await
+            .status,
+        StatusCode::GONE
+    );
+}
