@@ -1,4 +1,112 @@
-//! A hyper + rustls implementation of `ListerWatcher` for real Kubernetes API servers.
+//! A hyper + rustls [`ListerWatcher`](kcache_reflector::ListerWatcher) for real Kubernetes API
+//! servers, with kubeconfig and in-cluster configuration.
 //!
-//! This crate sits above `kcache-store` and `kcache-reflector`; nothing else in the workspace
-//! depends on it. It is not built yet: it exports nothing until the client-http issue lands.
+//! This crate sits above `kcache-store` and `kcache-reflector` and nothing in the workspace
+//! depends on it: the informer only sees the `ListerWatcher` trait, so this HTTP backend can be
+//! swapped for another one (or a fake) without touching anything above it.
+//!
+//! - [`Config`]: where the server is and how to authenticate, from a kubeconfig
+//!   ([`Config::from_kubeconfig`], kubectl's merging rules), from the pod's service account
+//!   ([`Config::in_cluster`]) or both in turn ([`Config::infer`]). Bearer tokens, token files
+//!   (re-read as they rotate), client certificates, exec credential plugins and basic auth.
+//!   Credentials are [`Secret`]s: never in `Debug`, errors or logs.
+//! - [`Client`]: the config plus a [`Transport`]. The default [`HyperTransport`] speaks HTTP/2
+//!   through ALPN with keep-alive pings and falls back to HTTP/1.1; all lister-watchers built
+//!   from one client share its connection pool. Bring another HTTP stack with
+//!   [`Client::with_transport`].
+//! - [`HttpListerWatcher`]: lists (decoded item by item, so one bad object is skipped, not
+//!   fatal) and watches (newline-delimited JSON decoded incrementally across chunk boundaries,
+//!   with a per-event size limit), optionally dropping `metadata.managedFields` while parsing
+//!   ([`SkipManagedFields`]). Errors are [`kcache_reflector::Error`]s the reflector understands:
+//!   every non-2xx answer is an `Api` error with the server's `Status` (or one made from a text
+//!   body), so 410, 429 and `Retry-After` work.
+//!
+//! Compression is never requested (no `Accept-Encoding`): a watch-list response would be
+//! multi-member gzip, and decoding, not transfer, is the informer's bottleneck.
+//! `proxy-url`, `auth-provider` and impersonation are not supported and are reported as such.
+//!
+//! # Example
+//!
+//! Listing pods from a (fake) API server:
+//!
+//! ```
+//! use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
+//! use kcache_reflector::{ListOptions, ListerWatcher};
+//! use kcache_store::{DynamicObject, Object};
+//! use kcache_testing::FakeApiServer;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = FakeApiServer::start().await?;
+//! let pods = kcache_testing::ApiResource::pods();
+//! server.create(&pods, DynamicObject::new(Some("shop"), "web"))?;
+//!
+//! let client = Client::new(Config::new(server.url().parse()?))?;
+//! let lw = HttpListerWatcher::<DynamicObject>::builder(client, ApiResource::new("", "v1", "pods", true))
+//!     .namespace("shop")
+//!     .skip_managed_fields(true)
+//!     .build();
+//! let page = lw.list(&ListOptions::default()).await?;
+//! assert_eq!(page.items[0].name(), Some("web"));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! In a program, `Config::infer()` finds the kubeconfig or the service account, and the
+//! lister-watcher goes into an informer:
+//!
+//! ```no_run
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
+//! use kcache_store::DynamicObject;
+//!
+//! let client = Client::new(Config::infer()?)?;
+//! let pods = HttpListerWatcher::<DynamicObject>::dynamic(client, ApiResource::new("", "v1", "pods", true));
+//! let informer = kcache_informer::SharedIndexInformer::new(
+//!     Arc::new(pods),
+//!     std::time::Duration::from_secs(600),
+//! );
+//! # drop(informer); Ok(()) }
+//! ```
+//!
+//! # Features
+//!
+//! - `k8s-openapi` (off by default): [`ApiResource::of`] and [`HttpListerWatcher::new`] for
+//!   k8s-openapi types. Pick a k8s-openapi version feature in your application, never in a
+//!   library.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![doc(test(attr(deny(warnings))))]
+
+mod api_resource;
+mod auth;
+mod client;
+mod config;
+mod decode;
+mod error;
+mod lister_watcher;
+mod managed_fields;
+mod request;
+mod response;
+mod secret;
+mod tls;
+mod transport;
+mod watch_decoder;
+
+pub use self::api_resource::ApiResource;
+pub use self::client::Client;
+pub use self::config::{
+    Auth, AuthInfo, Cluster, Config, Context, ExecApiVersion, ExecConfig, ExecEnvVar, ExecSpec,
+    Identity, InClusterOptions, Kubeconfig, KubeconfigOptions, NamedAuthInfo, NamedCluster,
+    NamedContext, fuzz_kubeconfig,
+};
+pub use self::decode::{DecodeErrorHook, decode_list};
+pub use self::error::{BoxError, Error, Result};
+pub use self::lister_watcher::{HttpListerWatcher, HttpListerWatcherBuilder};
+pub use self::managed_fields::SkipManagedFields;
+pub use self::secret::Secret;
+pub use self::transport::{
+    H2_PING_INTERVAL, H2_PING_TIMEOUT, HyperTransport, ResponseBody, Transport,
+};
+pub use self::watch_decoder::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, fuzz_watch_decoder};

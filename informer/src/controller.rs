@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kcache_queue::{Deltas, ProcessError, Queue};
-use kcache_reflector::{ListOptions, ListerWatcher, Reflector};
+use kcache_reflector::{ListOptions, ListerWatcher, Reflector, ReflectorBuilder};
 use kcache_store::{Object, Store};
 use tokio_util::sync::CancellationToken;
 
@@ -14,8 +14,11 @@ use crate::{TransformFn, WatchErrorHandler};
 /// The function a controller hands every popped item to.
 pub type ProcessDeltasFn<T> = Arc<dyn Fn(Deltas<T>) -> Result<(), ProcessError<T>> + Send + Sync>;
 
+/// Adjusts the reflector a controller builds (backoff, page size, idle timeout, name...).
+pub type ReflectorOptionsFn<T> = Box<dyn FnOnce(ReflectorBuilder<T>) -> ReflectorBuilder<T> + Send>;
+
 /// What a [`Controller`] is made of (client-go's `cache.Config`).
-pub struct Config<T> {
+pub struct Config<T: Object> {
     /// The queue between the reflector and the process function.
     pub queue: Arc<dyn Queue<T>>,
     /// Where objects come from.
@@ -34,6 +37,8 @@ pub struct Config<T> {
     pub list_options: ListOptions,
     /// Called once, as soon as the queue's initial items have been processed.
     pub on_synced: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Applied to the reflector's builder last, so it can override anything above.
+    pub reflector_options: Option<ReflectorOptionsFn<T>>,
 }
 
 impl<T: Object> Config<T> {
@@ -53,11 +58,12 @@ impl<T: Object> Config<T> {
             transform: None,
             list_options: ListOptions::default(),
             on_synced: None,
+            reflector_options: None,
         }
     }
 }
 
-impl<T> fmt::Debug for Config<T> {
+impl<T: Object> fmt::Debug for Config<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
             .field("full_resync_period", &self.full_resync_period)
@@ -98,6 +104,9 @@ impl<T: Object> Controller<T> {
         }
         if let Some(t) = config.transform {
             builder = builder.transform(move |o| t(o));
+        }
+        if let Some(f) = config.reflector_options {
+            builder = f(builder);
         }
         Self {
             queue: config.queue,

@@ -93,7 +93,7 @@ mod stream;
 mod transform;
 mod wait;
 
-pub use self::controller::{Config, Controller, ProcessDeltasFn};
+pub use self::controller::{Config, Controller, ProcessDeltasFn, ReflectorOptionsFn};
 pub use self::error::{Error, Result};
 pub use self::event::Event;
 pub use self::factory::InformerFactory;

@@ -18,6 +18,8 @@ use crate::{Event, ResourceEventHandler};
 struct Buffer<T> {
     events: VecDeque<Event<T>>,
     closed: bool,
+    /// The delivery thread is waiting on the condition variable.
+    waiting: bool,
 }
 
 /// State shared by a listener, its delivery side and its registration handle.
@@ -108,6 +110,7 @@ impl<T: Send + Sync + 'static> Listener<T> {
             buffer: Mutex::new(Buffer {
                 events: VecDeque::new(),
                 closed: false,
+                waiting: false,
             }),
             ready: Condvar::new(),
             depth: AtomicUsize::new(0),
@@ -181,8 +184,12 @@ impl<T: Send + Sync + 'static> Listener<T> {
             Sink::Thread => {
                 let mut buf = self.shared.lock();
                 buf.events.push_back(event);
+                // Wake the delivery thread only if it sleeps: a notify is a system call.
+                let wake = buf.waiting;
                 drop(buf);
-                self.shared.ready.notify_one();
+                if wake {
+                    self.shared.ready.notify_one();
+                }
             }
             Sink::Channel(tx) => {
                 if tx.send(event).is_err() {
@@ -232,10 +239,12 @@ fn deliver<T: 'static>(shared: &Shared<T>, handler: &dyn ResourceEventHandler<T>
                 if let Some(e) = buf.events.pop_front() {
                     break e;
                 }
+                buf.waiting = true;
                 buf = shared
                     .ready
                     .wait(buf)
                     .unwrap_or_else(PoisonError::into_inner);
+                buf.waiting = false;
             }
         };
         let initial = event.is_initial();

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::controller::{Config, Controller};
+use crate::controller::{Config, Controller, ReflectorOptionsFn};
 use crate::listener::Listener;
 use crate::process::process_deltas;
 use crate::processor::{MINIMUM_RESYNC_PERIOD, Processor, determine_resync_period};
@@ -49,6 +49,7 @@ struct Settings<T: Object> {
     transform: Option<TransformFn<T>>,
     watch_error_handler: Option<WatchErrorHandler>,
     list_options: ListOptions,
+    reflector_options: Option<ReflectorOptionsFn<T>>,
     controller: Option<Arc<Controller<T>>>,
 }
 
@@ -108,6 +109,7 @@ impl<T: Object> SharedIndexInformer<T> {
                     transform: None,
                     watch_error_handler: None,
                     list_options: ListOptions::default(),
+                    reflector_options: None,
                     controller: None,
                 }),
                 block_deltas: Mutex::new(()),
@@ -170,6 +172,31 @@ impl<T: Object> SharedIndexInformer<T> {
     /// [`Error::AlreadyStarted`] after `run`.
     pub fn set_list_options(&self, options: ListOptions) -> Result<()> {
         self.before_start(|s| s.list_options = options)
+    }
+
+    /// Adjusts the reflector this informer will build: backoff, page size, streaming list,
+    /// idle timeout, name (see [`ReflectorBuilder`](kcache_reflector::ReflectorBuilder)).
+    ///
+    /// ```
+    /// # use std::{sync::Arc, time::Duration};
+    /// # use kcache_informer::SharedIndexInformer;
+    /// # use kcache_store::DynamicObject;
+    /// # let informer = SharedIndexInformer::<DynamicObject>::new(
+    /// #     Arc::new(kcache_testing::FakeListerWatcher::new()), Duration::ZERO);
+    /// informer.set_reflector_options(|b| b.name("pods").page_size(1000))?;
+    /// # Ok::<(), kcache_informer::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyStarted`] after `run`.
+    pub fn set_reflector_options(
+        &self,
+        f: impl FnOnce(kcache_reflector::ReflectorBuilder<T>) -> kcache_reflector::ReflectorBuilder<T>
+        + Send
+        + 'static,
+    ) -> Result<()> {
+        self.before_start(|s| s.reflector_options = Some(Box::new(f)))
     }
 
     /// Adds indexes, before or after start; objects already cached are indexed at once.
@@ -405,6 +432,7 @@ impl<T: Object> SharedIndexInformer<T> {
                 .clone_from(&s.watch_error_handler);
             config.transform.clone_from(&s.transform);
             config.list_options = s.list_options.clone();
+            config.reflector_options = s.reflector_options.take();
             let flag = Arc::clone(&self.inner.synced);
             config.on_synced = Some(Arc::new(move || flag.store(true, Ordering::Release)));
             let controller = Arc::new(Controller::new(config));

@@ -2,13 +2,18 @@
 //!
 //! Run `cargo xtask help` for the list of tasks. Each task lives in its own module:
 //! [`ci`] runs every check CI runs, [`deps`] enforces the crate layering of `GUIDE.md` section 1,
-//! and [`tidy`] enforces the repository's file conventions.
+//! [`tidy`] enforces the repository's file conventions, [`fuzz`] runs the fuzz targets briefly,
+//! [`chaos`] runs the full-stack chaos suite for many seeds and [`bench`](mod@bench) compares kcache with
+//! kube-rs (none of these three is part of `ci`).
 //!
 //! The only dependency is `serde_json` (to read `cargo metadata`), so that `cargo xtask` compiles
 //! in seconds.
 
+mod bench;
+mod chaos;
 mod ci;
 mod deps;
+mod fuzz;
 mod tidy;
 
 use std::env;
@@ -24,14 +29,18 @@ Tasks:
   ci      run every CI check in order: fmt, clippy, test, doc, deps, tidy
   deps    check every dependency edge against the layering table (GUIDE.md 1)
   tidy    check file headers, leftover debug macros, package names and manifests
+  fuzz    run each client-http fuzz target briefly (nightly; `--seconds N`, default 30)
+  chaos   the full stack against the fake API server with random faults (`--seeds N`, default
+          20, or `--seed S` to replay one); prints the seed of any failure
+  bench   kcache and kube-rs side by side on the same fake server and workload; arguments go
+          to the bench program (`--pods N`, `--updates N`, `--seed S`)
   help    print this text
 ";
 
 /// A task named on the command line.
 ///
-/// New tasks (`bench`, `chaos`) get a variant here, a name in [`Task::parse`] and an arm in
-/// [`Task::run`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// New tasks get a variant here, a name in [`Task::parse`] and an arm in [`Task::run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Task {
     /// `cargo xtask ci`.
     Ci,
@@ -39,6 +48,12 @@ enum Task {
     Deps,
     /// `cargo xtask tidy`.
     Tidy,
+    /// `cargo xtask fuzz [--seconds N]`: seconds per target.
+    Fuzz(u64),
+    /// `cargo xtask chaos [--seeds N | --seed S]`.
+    Chaos(chaos::Seeds),
+    /// `cargo xtask bench [ARGS...]`: arguments for the bench program.
+    Bench(Vec<OsString>),
     /// `cargo xtask help`, `-h`, `--help`, or no task at all.
     Help,
 }
@@ -50,6 +65,9 @@ impl Task {
             "ci" => Some(Self::Ci),
             "deps" => Some(Self::Deps),
             "tidy" => Some(Self::Tidy),
+            "fuzz" => Some(Self::Fuzz(fuzz::DEFAULT_SECONDS)),
+            "chaos" => Some(Self::Chaos(chaos::Seeds::default())),
+            "bench" => Some(Self::Bench(Vec::new())),
             "help" | "-h" | "--help" => Some(Self::Help),
             _ => None,
         }
@@ -61,6 +79,9 @@ impl Task {
             Self::Ci => ci::run(root),
             Self::Deps => deps::run(root),
             Self::Tidy => tidy::run(root),
+            Self::Fuzz(seconds) => fuzz::run(root, seconds),
+            Self::Chaos(seeds) => chaos::run(root, seeds),
+            Self::Bench(args) => bench::run(root, &args),
             Self::Help => {
                 print_usage();
                 Ok(())
@@ -100,6 +121,22 @@ fn parse_args(args: &[OsString]) -> Invocation {
     let Some(task) = Task::parse(name) else {
         return Invocation::Usage(format!("unknown task `{name}`"));
     };
+    match task {
+        Task::Chaos(_) => {
+            return match chaos::parse(&args[1..]) {
+                Ok(seeds) => Invocation::Run(Task::Chaos(seeds)),
+                Err(message) => Invocation::Usage(message),
+            };
+        }
+        Task::Bench(_) => return Invocation::Run(Task::Bench(args[1..].to_vec())),
+        _ => {}
+    }
+    if let Task::Fuzz(_) = task {
+        return match fuzz::parse_seconds(&args[1..]) {
+            Ok(seconds) => Invocation::Run(Task::Fuzz(seconds)),
+            Err(message) => Invocation::Usage(message),
+        };
+    }
     if let Some(extra) = args.get(1) {
         return Invocation::Usage(format!(
             "`{name}` takes no arguments, got {:?}",
@@ -185,6 +222,14 @@ mod tests {
         assert_eq!(parse_args(&args(&["ci"])), Invocation::Run(Task::Ci));
         assert_eq!(parse_args(&args(&["deps"])), Invocation::Run(Task::Deps));
         assert_eq!(parse_args(&args(&["tidy"])), Invocation::Run(Task::Tidy));
+        assert_eq!(
+            parse_args(&args(&["fuzz", "--seconds", "3"])),
+            Invocation::Run(Task::Fuzz(3))
+        );
+        assert!(matches!(
+            parse_args(&args(&["fuzz", "--x"])),
+            Invocation::Usage(_)
+        ));
     }
 
     #[test]

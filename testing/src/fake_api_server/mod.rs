@@ -414,6 +414,16 @@ impl FakeApiServer {
         state.compact(rv);
     }
 
+    /// Ends every open watch stream cleanly, as an API server restart or a load balancer
+    /// draining connections does. Clients resume from their last resource version (and get a
+    /// 410 if the history was compacted meanwhile).
+    pub fn close_watches(&self) {
+        let mut state = self.shared.lock();
+        for rs in state.resources.values_mut() {
+            rs.watchers.clear();
+        }
+    }
+
     /// Compacts every history up to `rv`.
     pub fn compact_to(&self, rv: u64) {
         self.shared.lock().compact(rv);

@@ -1,0 +1,120 @@
+//! Watch decode throughput: the incremental [`WatchDecoder`] over randomly chunked bytes next to
+//! bare `serde_json::from_slice` of each line of the same bytes, with and without skipping
+//! `managedFields`, for `DynamicObject` and the typed k8s-openapi `Pod`.
+//!
+//! The stream is 2,000 `MODIFIED` events of realistic pods (`kcache_testing::workload::pods`,
+//! about 5 KB each with managedFields), built in memory. The chunks are zero-copy slices of
+//! random sizes (1 B to 16 KiB), as hyper hands them out. Throughput is reported in bytes;
+//! events/s = bytes/s / the mean event size printed at start.
+
+use std::hint::black_box;
+
+use bytes::Bytes;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use k8s_openapi::api::core::v1::Pod;
+use kcache_client_http::{SkipManagedFields, WatchDecoder};
+use kcache_reflector::WatchEvent;
+use kcache_store::DynamicObject;
+use serde::de::DeserializeOwned;
+
+const EVENTS: usize = 2000;
+
+struct Stream {
+    bytes: Bytes,
+    chunks: Vec<Bytes>,
+    lines: Vec<(usize, usize)>,
+}
+
+fn stream() -> Stream {
+    let mut text = Vec::new();
+    for pod in kcache_testing::workload::pods(7, EVENTS, 8) {
+        serde_json::to_writer(&mut text, &WatchEvent::Modified(pod)).expect("encodes");
+        text.push(b'\n');
+    }
+    let bytes = Bytes::from(text);
+    let mut chunks = Vec::new();
+    let mut rng: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut at = 0;
+    while at < bytes.len() {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let size = usize::try_from(rng % 16_384).expect("small") + 1;
+        let end = (at + size).min(bytes.len());
+        chunks.push(bytes.slice(at..end));
+        at = end;
+    }
+    let mut lines = Vec::with_capacity(EVENTS);
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', &bytes) {
+        lines.push((start, end));
+        start = end + 1;
+    }
+    Stream {
+        bytes,
+        chunks,
+        lines,
+    }
+}
+
+fn bare<T: DeserializeOwned>(s: &Stream) -> usize {
+    let mut n = 0;
+    for &(a, b) in &s.lines {
+        let ev: WatchEvent<T> = serde_json::from_slice(&s.bytes[a..b]).expect("decodes");
+        black_box(&ev);
+        n += 1;
+    }
+    n
+}
+
+fn incremental<T: DeserializeOwned>(s: &Stream, skip: bool) -> usize {
+    let mut d = WatchDecoder::<T>::new().skip_managed_fields(skip);
+    let mut n = 0;
+    for chunk in &s.chunks {
+        d.push(chunk.clone());
+        while let Some(ev) = d.next_event() {
+            black_box(&ev.expect("decodes"));
+            n += 1;
+        }
+    }
+    assert!(d.finish().is_none());
+    n
+}
+
+fn decode(c: &mut Criterion) {
+    let s = stream();
+    eprintln!(
+        "watch stream: {} events, {} bytes, {} bytes/event, {} chunks",
+        s.lines.len(),
+        s.bytes.len(),
+        s.bytes.len() / s.lines.len(),
+        s.chunks.len()
+    );
+    assert_eq!(incremental::<DynamicObject>(&s, false), EVENTS);
+    let mut g = c.benchmark_group("watch_decode");
+    g.throughput(Throughput::Bytes(s.bytes.len() as u64));
+    g.sample_size(10);
+    g.bench_function("dynamic/bare_serde_json", |b| {
+        b.iter(|| bare::<DynamicObject>(&s));
+    });
+    g.bench_function("dynamic/watch_decoder", |b| {
+        b.iter(|| incremental::<DynamicObject>(&s, false));
+    });
+    g.bench_function("dynamic/bare_serde_json_skip_mf", |b| {
+        b.iter(|| bare::<SkipManagedFields<DynamicObject>>(&s));
+    });
+    g.bench_function("dynamic/watch_decoder_skip_mf", |b| {
+        b.iter(|| incremental::<DynamicObject>(&s, true));
+    });
+    g.bench_function("pod/bare_serde_json", |b| b.iter(|| bare::<Pod>(&s)));
+    g.bench_function("pod/watch_decoder", |b| {
+        b.iter(|| incremental::<Pod>(&s, false));
+    });
+    g.bench_function("pod/watch_decoder_skip_mf", |b| {
+        b.iter(|| incremental::<Pod>(&s, true));
+    });
+    g.finish();
+}
+
+criterion_group!(benches, decode);
+criterion_main!(benches);

@@ -1,0 +1,182 @@
+//! [`Client`]: one configured connection to an API server, shared by every
+//! [`HttpListerWatcher`](crate::HttpListerWatcher) built from it.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::AUTHORIZATION;
+use http::{Request, Response, StatusCode};
+
+use crate::auth::Authenticator;
+use crate::response::error_status;
+use crate::tls::CertSlot;
+use crate::transport::{HyperTransport, ResponseBody, Transport};
+use crate::{Config, Error};
+
+/// An API server client: the server's URL, the credentials, and a [`Transport`].
+///
+/// Cheap to clone (an `Arc`): every clone, and every lister-watcher built from it, shares the
+/// transport's connection pool (so with HTTP/2 all watches of a program ride one connection)
+/// and the credential cache (an exec plugin runs once for all of them).
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    transport: Arc<dyn Transport>,
+    auth: Authenticator,
+    base: String,
+    default_namespace: String,
+    user_agent: String,
+    list_timeout: Duration,
+    watch_timeout_slack: Duration,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("base", &self.inner.base)
+            .field("default_namespace", &self.inner.default_namespace)
+            .field("transport", &self.inner.transport)
+            .field("auth", &self.inner.auth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client over the default [`HyperTransport`] (hyper + rustls, HTTP/2 with keep-alive
+    /// pings, one pool). Needs a tokio runtime when it sends.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Tls`] or [`Error::Invalid`] when the TLS settings or credentials are unusable.
+    pub fn new(config: Config) -> Result<Self, Error> {
+        let slot = Arc::new(CertSlot::default());
+        let tls = crate::tls::client_config(&config, slot.clone())?;
+        let transport = HyperTransport::from_tls(&config, tls)?;
+        Self::build(config, Arc::new(transport), slot)
+    }
+
+    /// A client over another HTTP stack. The TLS settings of `config` (roots, client
+    /// certificate, `tls-server-name`, insecure mode) are the transport's business and are not
+    /// used; the URL, the request authentication and the timeouts are.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Invalid`] when a credential cannot be put in a header.
+    pub fn with_transport(config: Config, transport: impl Transport) -> Result<Self, Error> {
+        Self::build(config, Arc::new(transport), Arc::default())
+    }
+
+    fn build(
+        config: Config,
+        transport: Arc<dyn Transport>,
+        slot: Arc<CertSlot>,
+    ) -> Result<Self, Error> {
+        let auth = Authenticator::new(&config, slot)?;
+        let base = config
+            .cluster_url
+            .to_string()
+            .trim_end_matches('/')
+            .to_owned();
+        Ok(Self {
+            inner: Arc::new(Inner {
+                transport,
+                auth,
+                base,
+                default_namespace: config.default_namespace,
+                user_agent: config.user_agent,
+                list_timeout: config.list_timeout,
+                watch_timeout_slack: config.watch_timeout_slack,
+            }),
+        })
+    }
+
+    /// The namespace of the config's context (or pod).
+    pub fn default_namespace(&self) -> &str {
+        &self.inner.default_namespace
+    }
+
+    /// The server's base URL, without a trailing slash.
+    pub fn base_url(&self) -> &str {
+        &self.inner.base
+    }
+
+    pub(crate) fn user_agent(&self) -> &str {
+        &self.inner.user_agent
+    }
+
+    pub(crate) fn list_timeout(&self) -> Duration {
+        self.inner.list_timeout
+    }
+
+    pub(crate) fn watch_timeout_slack(&self) -> Duration {
+        self.inner.watch_timeout_slack
+    }
+
+    /// Sends a request with the client's credentials and returns a 2xx response with its body
+    /// unread. A request that already has an `Authorization` header keeps it.
+    ///
+    /// A 401 drops the credential used (a token file is re-read, an exec plugin run again, at
+    /// most once per credential) and the request is retried once.
+    ///
+    /// # Errors
+    ///
+    /// - [`Api`](kcache_reflector::Error::Api): a non-2xx answer, with the server's `Status`
+    ///   or one made from the code and text body (`Retry-After` in its details);
+    /// - [`Transport`](kcache_reflector::Error::Transport): no answer (refused, reset, TLS), or
+    ///   no credential (its [`Error`] is the source).
+    pub async fn send(
+        &self,
+        request: Request<Bytes>,
+    ) -> Result<Response<ResponseBody>, kcache_reflector::Error> {
+        let (parts, body) = request.into_parts();
+        let has_auth = parts.headers.contains_key(AUTHORIZATION);
+        let mut retried = false;
+        loop {
+            let mut req = Request::from_parts(parts.clone(), body.clone());
+            let generation = if has_auth {
+                None
+            } else {
+                let cred = self
+                    .inner
+                    .auth
+                    .credential()
+                    .await
+                    .map_err(kcache_reflector::Error::transport)?;
+                if let Some(h) = cred.header {
+                    req.headers_mut().insert(AUTHORIZATION, h);
+                }
+                Some(cred.generation)
+            };
+            let response = self
+                .inner
+                .transport
+                .send(req)
+                .await
+                .map_err(kcache_reflector::Error::Transport)?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(response);
+            }
+            if status == StatusCode::UNAUTHORIZED
+                && !retried
+                && generation.is_some_and(|g| self.inner.auth.unauthorized(g))
+            {
+                retried = true;
+                continue;
+            }
+            return Err(kcache_reflector::Error::api(error_status(response).await));
+        }
+    }
+}
+
+impl TryFrom<Config> for Client {
+    type Error = Error;
+    fn try_from(config: Config) -> Result<Self, Error> {
+        Self::new(config)
+    }
+}

@@ -1,0 +1,366 @@
+//! Exec credential plugins (`client.authentication.k8s.io/v1` and `v1beta1` `ExecCredential`).
+
+use std::process::Stdio;
+use std::time::{Duration, SystemTime};
+
+use serde::Deserialize;
+
+use crate::{Error, Identity, Result, Secret};
+
+/// The `ExecCredential` API version spoken with a plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExecApiVersion {
+    /// `client.authentication.k8s.io/v1`.
+    V1,
+    /// `client.authentication.k8s.io/v1beta1`.
+    V1Beta1,
+}
+
+impl ExecApiVersion {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V1 => "client.authentication.k8s.io/v1",
+            Self::V1Beta1 => "client.authentication.k8s.io/v1beta1",
+        }
+    }
+
+    /// Parses the wire spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "client.authentication.k8s.io/v1" => Some(Self::V1),
+            "client.authentication.k8s.io/v1beta1" => Some(Self::V1Beta1),
+            _ => None,
+        }
+    }
+}
+
+/// A credential plugin: the command to run and what to tell it.
+///
+/// It is run without a terminal (`spec.interactive: false`, stdin closed), with
+/// `KUBERNETES_EXEC_INFO` set and [`env`](Self::env) added to the inherited environment.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ExecConfig {
+    /// The `ExecCredential` version.
+    pub api_version: ExecApiVersion,
+    /// The command (a path, or a name looked up in `PATH`).
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables added to its environment.
+    pub env: Vec<(String, Secret)>,
+    /// Shown when the command cannot be started.
+    pub install_hint: Option<String>,
+    /// How long one run may take (default 60 s).
+    pub timeout: Duration,
+    /// `spec.cluster` of `KUBERNETES_EXEC_INFO` when `provideClusterInfo` is set.
+    pub(crate) cluster_info: Option<serde_json::Value>,
+}
+
+impl ExecConfig {
+    /// A plugin `command` speaking `api_version`, with no arguments.
+    pub fn new(api_version: ExecApiVersion, command: impl Into<String>) -> Self {
+        Self {
+            api_version,
+            command: command.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            install_hint: None,
+            timeout: Duration::from_secs(60),
+            cluster_info: None,
+        }
+    }
+}
+
+/// What a plugin run gave.
+#[derive(Debug)]
+pub(crate) struct ExecOutput {
+    pub(crate) token: Option<Secret>,
+    pub(crate) identity: Option<Identity>,
+    pub(crate) expires: Option<SystemTime>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecCredential {
+    #[serde(default)]
+    api_version: Option<String>,
+    #[serde(default)]
+    status: Option<ExecStatus>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecStatus {
+    #[serde(default)]
+    token: Option<Secret>,
+    #[serde(default)]
+    client_certificate_data: Option<String>,
+    #[serde(default)]
+    client_key_data: Option<Secret>,
+    #[serde(default)]
+    expiration_timestamp: Option<String>,
+}
+
+/// At most this much of a failed plugin's stderr goes into the error.
+const STDERR_SUMMARY: usize = 512;
+
+fn summarize_stderr(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let mut out: String = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(5)
+        .collect::<Vec<_>>()
+        .join(" | ");
+    if out.len() > STDERR_SUMMARY {
+        let mut cut = STDERR_SUMMARY;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        out.push_str("...");
+    }
+    if out.is_empty() {
+        "(no stderr)".to_owned()
+    } else {
+        format!("stderr: {out}")
+    }
+}
+
+/// Runs the plugin once.
+pub(crate) async fn run(config: &ExecConfig) -> Result<ExecOutput> {
+    let mut spec = serde_json::json!({"interactive": false});
+    if let Some(cluster) = &config.cluster_info {
+        spec["cluster"] = cluster.clone();
+    }
+    let info = serde_json::json!({
+        "apiVersion": config.api_version.as_str(),
+        "kind": "ExecCredential",
+        "spec": spec,
+    });
+    let failed = |summary: String| Error::ExecFailed {
+        command: config.command.clone(),
+        summary,
+    };
+    let mut command = tokio::process::Command::new(&config.command);
+    command
+        .args(&config.args)
+        .envs(config.env.iter().map(|(k, v)| (k, v.expose())))
+        .env("KUBERNETES_EXEC_INFO", info.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let output = match tokio::time::timeout(config.timeout, command.output()).await {
+        Err(_) => return Err(failed(format!("no answer within {:?}", config.timeout))),
+        Ok(Err(e)) => {
+            let hint = config
+                .install_hint
+                .as_deref()
+                .map(|h| format!("; {}", h.trim()))
+                .unwrap_or_default();
+            return Err(failed(format!("could not start it: {e}{hint}")));
+        }
+        Ok(Ok(output)) => output,
+    };
+    if !output.status.success() {
+        return Err(failed(format!(
+            "{}; {}",
+            output.status,
+            summarize_stderr(&output.stderr)
+        )));
+    }
+    parse_credential(config, &output.stdout)
+}
+
+fn parse_credential(config: &ExecConfig, stdout: &[u8]) -> Result<ExecOutput> {
+    let invalid = |reason: String| Error::ExecCredential {
+        command: config.command.clone(),
+        reason,
+    };
+    // The parser's message could quote a credential: keep only where it failed.
+    let cred: ExecCredential = serde_json::from_slice(stdout).map_err(|e| {
+        invalid(format!(
+            "not a JSON ExecCredential (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let version = cred.api_version.unwrap_or_default();
+    if version != config.api_version.as_str() {
+        return Err(invalid(format!(
+            "apiVersion `{version}`, expected `{}`",
+            config.api_version.as_str()
+        )));
+    }
+    let status = cred
+        .status
+        .ok_or_else(|| invalid("it has no status".to_owned()))?;
+    let expires = match status.expiration_timestamp.as_deref() {
+        None | Some("") => None,
+        Some(ts) => Some(
+            parse_rfc3339(ts)
+                .ok_or_else(|| invalid(format!("expirationTimestamp `{ts}` is not RFC 3339")))?,
+        ),
+    };
+    let identity = match (status.client_certificate_data, status.client_key_data) {
+        (Some(cert), Some(key)) if !cert.is_empty() && !key.expose().is_empty() => Some(
+            Identity::from_pem(cert.as_bytes(), key.expose().as_bytes())?,
+        ),
+        (None, None) => None,
+        _ => {
+            return Err(invalid(
+                "clientCertificateData and clientKeyData must be set together".to_owned(),
+            ));
+        }
+    };
+    let token = status.token.filter(|t| !t.expose().is_empty());
+    if token.is_none() && identity.is_none() {
+        return Err(invalid(
+            "status has neither a token nor a client certificate".to_owned(),
+        ));
+    }
+    Ok(ExecOutput {
+        token,
+        identity,
+        expires,
+    })
+}
+
+/// Parses an RFC 3339 timestamp (`2026-07-24T10:00:00Z`, fractions and offsets allowed).
+pub(crate) fn parse_rfc3339(s: &str) -> Option<SystemTime> {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = s.get(r)?;
+        if part.bytes().all(|c| c.is_ascii_digit()) {
+            part.parse().ok()
+        } else {
+            None
+        }
+    };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
+        return None;
+    }
+    if second > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut nanos: u32 = 0;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        let digits = &s[start..i.min(start + 9)];
+        let scale = 10u32.pow(u32::try_from(9 - digits.len()).ok()?);
+        nanos = digits.parse::<u32>().ok()? * scale;
+    }
+    let offset = match b.get(i)? {
+        b'Z' | b'z' if i + 1 == b.len() => 0,
+        sign @ (b'+' | b'-') if i + 6 == b.len() && b[i + 3] == b':' => {
+            let minutes = num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?;
+            if *sign == b'+' {
+                minutes * 60
+            } else {
+                -minutes * 60
+            }
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
+    let secs = u64::try_from(secs).ok()?;
+    Some(SystemTime::UNIX_EPOCH + Duration::new(secs, nanos))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_forms() {
+        let t = |s| parse_rfc3339(s).map(|t| t.duration_since(SystemTime::UNIX_EPOCH).unwrap());
+        assert_eq!(t("1970-01-01T00:00:00Z"), Some(Duration::ZERO));
+        assert_eq!(
+            t("2026-07-24T10:00:00Z"),
+            Some(Duration::from_secs(1_784_887_200))
+        );
+        assert_eq!(
+            t("2026-07-24T12:00:00+02:00"),
+            Some(Duration::from_secs(1_784_887_200))
+        );
+        assert_eq!(
+            t("1970-01-01T00:00:01.5Z"),
+            Some(Duration::from_millis(1500))
+        );
+        for bad in [
+            "",
+            "2026-07-24",
+            "2026-13-01T00:00:00Z",
+            "2026-07-24T10:00:00",
+            "x026-07-24T10:00:00Z",
+            "2026-07-24T10:00:00.Z",
+        ] {
+            assert_eq!(t(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn credential_checks() {
+        let c = ExecConfig::new(ExecApiVersion::V1, "p");
+        let ok = br#"{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"t","expirationTimestamp":"2030-01-01T00:00:00Z"}}"#;
+        let out = parse_credential(&c, ok).unwrap();
+        assert_eq!(out.token.unwrap().expose(), "t");
+        assert!(out.expires.is_some());
+        let cases: [(&[u8], &str); 4] = [
+            (
+                br#"{"apiVersion":"client.authentication.k8s.io/v1beta1","status":{"token":"t"}}"#,
+                "apiVersion",
+            ),
+            (
+                br#"{"apiVersion":"client.authentication.k8s.io/v1"}"#,
+                "no status",
+            ),
+            (
+                br#"{"apiVersion":"client.authentication.k8s.io/v1","status":{}}"#,
+                "neither",
+            ),
+            (b"secret-looking garbage", "line 1"),
+        ];
+        for (text, want) in cases {
+            let e = parse_credential(&c, text).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+            assert!(!e.contains("secret-looking"), "{e}");
+        }
+    }
+
+    #[test]
+    fn stderr_is_summarized() {
+        assert_eq!(summarize_stderr(b"\n"), "(no stderr)");
+        assert_eq!(summarize_stderr(b"a\n\nb\n"), "stderr: a | b");
+        assert!(summarize_stderr(&[b'x'; 2000]).len() < 600);
+    }
+}

@@ -1,0 +1,206 @@
+//! [`Config`]: where the API server is and how to authenticate to it, from a kubeconfig, from
+//! the pod's service account, or by hand.
+
+mod exec;
+mod in_cluster;
+mod kubeconfig;
+mod pem;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+pub(crate) use self::exec::run as run_exec;
+pub use self::exec::{ExecApiVersion, ExecConfig};
+pub use self::in_cluster::InClusterOptions;
+pub use self::kubeconfig::{
+    AuthInfo, Cluster, Context, ExecEnvVar, ExecSpec, Kubeconfig, KubeconfigOptions, NamedAuthInfo,
+    NamedCluster, NamedContext, fuzz_kubeconfig,
+};
+use crate::request::DEFAULT_USER_AGENT;
+use crate::{Error, Result, Secret};
+
+/// How requests authenticate, besides a client certificate.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum Auth {
+    /// No `Authorization` header.
+    #[default]
+    None,
+    /// A fixed bearer token.
+    Bearer(Secret),
+    /// A bearer token read from a file, re-read every
+    /// [`token_file_refresh`](Config::token_file_refresh) and after a 401 (service account
+    /// tokens rotate). When a read fails the last good token is kept; `fallback` is used before
+    /// the first good read (a kubeconfig's `token` next to its `tokenFile`).
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// The token to use if the file cannot be read at all.
+        fallback: Option<Secret>,
+    },
+    /// HTTP basic authentication (kubeconfig `username`/`password`).
+    Basic {
+        /// The user name.
+        username: String,
+        /// The password.
+        password: Secret,
+    },
+    /// A credential plugin (kubeconfig `exec`): run on first use, cached until the credential's
+    /// `expirationTimestamp`, run again on expiry and after a 401 (once per credential).
+    Exec(Box<ExecConfig>),
+}
+
+/// A client certificate and its private key (mutual TLS).
+pub struct Identity {
+    pub(crate) chain: Vec<CertificateDer<'static>>,
+    pub(crate) key: Secret<PrivateKeyDer<'static>>,
+}
+
+impl Identity {
+    /// A certificate chain and key from PEM (the key as PKCS#8, PKCS#1 RSA or SEC1 EC).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Pem`] when either holds no valid PEM item of its kind.
+    pub fn from_pem(cert_chain: &[u8], key: &[u8]) -> Result<Self> {
+        Ok(Self {
+            chain: pem::certificates(cert_chain, "client certificate")?,
+            key: Secret::new(pem::private_key(key, "client key")?),
+        })
+    }
+}
+
+impl Clone for Identity {
+    fn clone(&self) -> Self {
+        Self {
+            chain: self.chain.clone(),
+            key: Secret::new(self.key.expose().clone_key()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Identity")
+            .field("certificates", &self.chain.len())
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+/// Where the API server is and how to talk to it. Build it with [`Config::infer`],
+/// [`Config::from_kubeconfig`], [`Config::in_cluster`] or [`Config::new`], then make a
+/// [`Client`](crate::Client) from it.
+///
+/// `Debug` shows no credential: tokens, passwords and keys are [`Secret`]s.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// The server's base URL (`https://host:port`, possibly with a path prefix). `http://` is
+    /// allowed (tests, local proxies).
+    pub cluster_url: http::Uri,
+    /// The namespace of the context (or the pod), `default` when none is set.
+    pub default_namespace: String,
+    /// Trusted CA certificates (DER); `None` trusts the system's roots.
+    pub root_certificates: Option<Vec<Vec<u8>>>,
+    /// The client certificate, if any.
+    pub identity: Option<Identity>,
+    /// The name checked in the server's certificate (and sent as SNI) instead of the URL's host.
+    pub tls_server_name: Option<String>,
+    /// Accept any server certificate. Only ever set because a kubeconfig says
+    /// `insecure-skip-tls-verify: true` or the caller sets it by name.
+    pub insecure_skip_tls_verify: bool,
+    /// Bearer token, token file, basic or exec plugin.
+    pub auth: Auth,
+    /// The bound on one list request, body included (default 60 s, the API server's own limit).
+    /// Watches have no total timeout.
+    pub list_timeout: Duration,
+    /// The bound on opening a TCP connection (default 30 s).
+    pub connect_timeout: Duration,
+    /// A watch asked to last `timeoutSeconds` is ended by the client after that plus this much,
+    /// in case the server never ends it (default 30 s).
+    pub watch_timeout_slack: Duration,
+    /// How often a token file is re-read (default 60 s, like client-go).
+    pub token_file_refresh: Duration,
+    /// The `User-Agent` header.
+    pub user_agent: String,
+}
+
+impl Config {
+    /// A config for `cluster_url` with no credentials, trusting the system roots.
+    pub fn new(cluster_url: http::Uri) -> Self {
+        Self {
+            cluster_url,
+            default_namespace: "default".to_owned(),
+            root_certificates: None,
+            identity: None,
+            tls_server_name: None,
+            insecure_skip_tls_verify: false,
+            auth: Auth::None,
+            list_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(30),
+            watch_timeout_slack: Duration::from_secs(30),
+            token_file_refresh: Duration::from_secs(60),
+            user_agent: DEFAULT_USER_AGENT.to_owned(),
+        }
+    }
+
+    /// Trusts the CA certificates of a PEM bundle (replacing the system roots).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Pem`] when the bundle holds no certificate or is malformed.
+    pub fn with_root_certificates_pem(mut self, pem: &[u8]) -> Result<Self> {
+        let certs = pem::certificates(pem, "certificate authority")?;
+        self.root_certificates = Some(certs.into_iter().map(|c| c.to_vec()).collect());
+        Ok(self)
+    }
+
+    /// Sets [`auth`](Self::auth).
+    #[must_use]
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// The kubeconfig first, then the in-cluster config, like kubectl and client-go's
+    /// `NewNonInteractiveDeferredLoadingClientConfig`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Infer`] with both reasons when neither works.
+    pub fn infer() -> Result<Self> {
+        match Self::from_kubeconfig(&KubeconfigOptions::default()) {
+            Ok(config) => Ok(config),
+            Err(kubeconfig) => match Self::in_cluster() {
+                Ok(config) => Ok(config),
+                Err(in_cluster) => Err(Error::Infer {
+                    kubeconfig: crate::error::chain(&kubeconfig),
+                    in_cluster: crate::error::chain(&in_cluster),
+                }),
+            },
+        }
+    }
+
+    /// The config of the kubeconfig files named by `$KUBECONFIG` (merged) or
+    /// `~/.kube/config`, for the context `options` choose.
+    pub fn from_kubeconfig(options: &KubeconfigOptions) -> Result<Self> {
+        Kubeconfig::load(options)?.config(options)
+    }
+
+    /// The config of one kubeconfig file, at its current context.
+    pub fn from_kubeconfig_path(path: impl Into<PathBuf>) -> Result<Self> {
+        let options = KubeconfigOptions {
+            paths: Some(vec![path.into()]),
+            ..KubeconfigOptions::default()
+        };
+        Self::from_kubeconfig(&options)
+    }
+
+    /// The in-cluster config: the service account of the pod this process runs in.
+    pub fn in_cluster() -> Result<Self> {
+        Self::from_in_cluster(&InClusterOptions::from_env())
+    }
+}

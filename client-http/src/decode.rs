@@ -1,0 +1,197 @@
+//! Decoding objects and list bodies, one item at a time.
+//!
+//! A list body is parsed once into borrowed [`RawValue`]s (a fast scan, no allocation per item
+//! beyond the slice), then each item is decoded into `T` on its own: one item the type cannot
+//! hold (a corrupt object, a field of the wrong type) is reported and skipped instead of failing
+//! the whole list, so it cannot stall the cache.
+
+use std::sync::Arc;
+
+use kcache_reflector::{Error, ObjectList};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use crate::SkipManagedFields;
+
+/// Called with every object the client skipped because it could not be decoded (list items
+/// and watch events alike).
+pub type DecodeErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
+
+/// How objects are decoded: the options of an [`HttpListerWatcher`](crate::HttpListerWatcher)
+/// that the decoders share.
+#[derive(Clone, Default)]
+pub(crate) struct DecodeOptions {
+    /// Drop `metadata.managedFields` while parsing.
+    pub(crate) skip_managed_fields: bool,
+    /// Told about every skipped object.
+    pub(crate) on_error: Option<DecodeErrorHook>,
+}
+
+impl std::fmt::Debug for DecodeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodeOptions")
+            .field("skip_managed_fields", &self.skip_managed_fields)
+            .field("on_error", &self.on_error.as_ref().map(|_| "Fn(&Error)"))
+            .finish()
+    }
+}
+
+impl DecodeOptions {
+    /// Reports a skipped object to tracing and the hook.
+    pub(crate) fn report(&self, error: &Error) {
+        tracing::warn!(error = %crate::error::chain(error), "skipping an undecodable object");
+        if let Some(hook) = &self.on_error {
+            hook(error);
+        }
+    }
+}
+
+/// Decodes one object from JSON text.
+pub(crate) fn decode_object<T: DeserializeOwned>(
+    json: &str,
+    skip_managed_fields: bool,
+) -> Result<T, serde_json::Error> {
+    if skip_managed_fields {
+        serde_json::from_str::<SkipManagedFields<T>>(json).map(|o| o.0)
+    } else {
+        serde_json::from_str(json)
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ListMeta {
+    #[serde(default)]
+    resource_version: Option<String>,
+    #[serde(default, rename = "continue")]
+    continue_token: Option<String>,
+    #[serde(default)]
+    remaining_item_count: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct RawList<'a> {
+    #[serde(default)]
+    metadata: Option<ListMeta>,
+    #[serde(default, borrow)]
+    items: Option<Vec<&'a RawValue>>,
+}
+
+/// Enough of an object to name it in a report.
+#[derive(Deserialize, Default)]
+struct NameOnly {
+    #[serde(default)]
+    metadata: Option<NameMeta>,
+}
+
+#[derive(Deserialize, Default)]
+struct NameMeta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+/// `ns/name`, `name` or `?` for an object that did not decode.
+fn describe(json: &str) -> String {
+    let meta = serde_json::from_str::<NameOnly>(json)
+        .ok()
+        .and_then(|o| o.metadata)
+        .unwrap_or_default();
+    match (meta.namespace, meta.name) {
+        (Some(ns), Some(name)) if !ns.is_empty() => format!("{ns}/{name}"),
+        (_, Some(name)) => name,
+        _ => "?".to_owned(),
+    }
+}
+
+/// Decodes a list body into an [`ObjectList`], skipping (and reporting) items that do not decode.
+///
+/// # Errors
+///
+/// [`Error::Decode`] when the body is not a list at all.
+pub fn decode_list<T: DeserializeOwned>(
+    body: &[u8],
+    skip_managed_fields: bool,
+    on_error: Option<&DecodeErrorHook>,
+) -> Result<ObjectList<T>, Error> {
+    let options = DecodeOptions {
+        skip_managed_fields,
+        on_error: on_error.cloned(),
+    };
+    decode_list_with(body, &options)
+}
+
+pub(crate) fn decode_list_with<T: DeserializeOwned>(
+    body: &[u8],
+    options: &DecodeOptions,
+) -> Result<ObjectList<T>, Error> {
+    let raw: RawList<'_> =
+        serde_json::from_slice(body).map_err(|e| Error::decode("list response", e))?;
+    let meta = raw.metadata.unwrap_or_default();
+    let raws = raw.items.unwrap_or_default();
+    let mut items = Vec::with_capacity(raws.len());
+    for (i, item) in raws.into_iter().enumerate() {
+        match decode_object::<T>(item.get(), options.skip_managed_fields) {
+            Ok(obj) => items.push(obj),
+            Err(e) => {
+                let context = format!("list item {i} ({})", describe(item.get()));
+                options.report(&Error::decode(context, e));
+            }
+        }
+    }
+    Ok(ObjectList {
+        items,
+        resource_version: meta.resource_version.unwrap_or_default(),
+        continue_token: meta.continue_token.filter(|t| !t.is_empty()),
+        remaining_item_count: meta.remaining_item_count,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcache_store::DynamicObject;
+    use std::sync::Mutex;
+
+    #[test]
+    fn one_bad_item_is_skipped_and_reported() {
+        let body = br#"{"kind":"PodList","metadata":{"resourceVersion":"9","continue":"c","remainingItemCount":2},
+            "items":[{"metadata":{"name":"a"}},{"metadata":{"name":5,"namespace":"ns"}},{"metadata":{"name":"c"}}]}"#;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        let hook: DecodeErrorHook =
+            Arc::new(move |e: &Error| s2.lock().unwrap().push(e.to_string()));
+        let list: ObjectList<DynamicObject> = decode_list(body, false, Some(&hook)).unwrap();
+        assert_eq!(list.items.len(), 2);
+        assert_eq!(list.resource_version, "9");
+        assert_eq!(list.next_page_token(), Some("c"));
+        assert_eq!(list.remaining_item_count, Some(2));
+        assert_eq!(*seen.lock().unwrap(), ["could not decode list item 1 (?)"]);
+    }
+
+    #[test]
+    fn bad_item_is_named_when_possible() {
+        let body = br#"{"items":[{"metadata":{"name":"x","namespace":"ns"},"apiVersion":7}]}"#;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        let hook: DecodeErrorHook =
+            Arc::new(move |e: &Error| s2.lock().unwrap().push(e.to_string()));
+        let list: ObjectList<DynamicObject> = decode_list(body, true, Some(&hook)).unwrap();
+        assert!(list.items.is_empty());
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["could not decode list item 0 (ns/x)"]
+        );
+    }
+
+    #[test]
+    fn null_items_and_garbage() {
+        let list: ObjectList<DynamicObject> =
+            decode_list(br#"{"metadata":{"continue":""},"items":null}"#, false, None).unwrap();
+        assert!(list.items.is_empty() && list.continue_token.is_none());
+        let e = decode_list::<DynamicObject>(b"<html>", false, None).unwrap_err();
+        assert_eq!(e.to_string(), "could not decode list response");
+    }
+}

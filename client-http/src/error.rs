@@ -1,0 +1,169 @@
+//! The configuration [`Error`] of this crate: loading a kubeconfig or in-cluster config,
+//! credentials and TLS setup.
+//!
+//! List and watch calls return [`kcache_reflector::Error`] instead, as the
+//! [`ListerWatcher`](kcache_reflector::ListerWatcher) contract requires; a credential failure
+//! during a request becomes its [`Transport`](kcache_reflector::Error::Transport) source.
+
+use std::io;
+use std::path::PathBuf;
+
+/// A boxed error, the source type of the variants that wrap other crates' errors (so that YAML,
+/// base64, PEM and TLS crates stay out of this crate's API).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a configuration could not be loaded or a credential could not be obtained.
+///
+/// Messages are lowercase and never contain a credential; the underlying cause, when there is
+/// one, is the [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file named by the configuration could not be read.
+    #[error("could not read {what} {}", path.display())]
+    ReadFile {
+        /// What the file is (`kubeconfig`, `certificate-authority`, `tokenFile`, ...).
+        what: String,
+        /// The path, as resolved.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// A kubeconfig file is not valid YAML (or JSON) of the kubeconfig schema.
+    #[error("could not parse kubeconfig {}", path.display())]
+    ParseKubeconfig {
+        /// The file (`<memory>` for a string).
+        path: PathBuf,
+        /// The parser's error (position and expectation, never the input).
+        #[source]
+        source: BoxError,
+    },
+    /// None of the kubeconfig files exists.
+    #[error("no kubeconfig file found (looked at {searched})")]
+    NoKubeconfig {
+        /// The paths looked at.
+        searched: String,
+    },
+    /// The kubeconfig sets no `current-context` and no context was chosen.
+    #[error("kubeconfig has no current-context and no context was chosen")]
+    NoCurrentContext,
+    /// The chosen context is not in the kubeconfig.
+    #[error("context `{0}` not found in kubeconfig")]
+    MissingContext(String),
+    /// The context names a cluster the kubeconfig does not define.
+    #[error("cluster `{0}` not found in kubeconfig")]
+    MissingCluster(String),
+    /// The context names a user the kubeconfig does not define.
+    #[error("user `{0}` not found in kubeconfig")]
+    MissingUser(String),
+    /// A setting has an invalid value.
+    #[error("invalid {field}: {message}")]
+    Invalid {
+        /// The setting (`cluster "x" server`, `exec interactiveMode`, ...).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A `*-data` field is not valid base64.
+    #[error("{field} is not valid base64")]
+    Base64 {
+        /// The field (`certificate-authority-data`, ...).
+        field: String,
+        /// The decoder's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A certificate or key is not valid PEM, or holds no certificate or key.
+    #[error("malformed PEM in {what}")]
+    Pem {
+        /// Which certificate or key (`certificate-authority of cluster "x"`, ...).
+        what: String,
+        /// The PEM decoder's error, when it gave one.
+        #[source]
+        source: Option<BoxError>,
+    },
+    /// `insecure-skip-tls-verify` is set together with a certificate authority.
+    #[error(
+        "cluster `{0}` sets insecure-skip-tls-verify together with a certificate authority; remove one of them"
+    )]
+    InsecureWithCa(String),
+    /// The exec plugin's `apiVersion` is not one this crate speaks.
+    #[error(
+        "unknown exec plugin api version `{0}` (expected client.authentication.k8s.io/v1 or v1beta1)"
+    )]
+    UnknownExecApiVersion(String),
+    /// The exec plugin could not be started, or exited unsuccessfully.
+    #[error("exec plugin `{command}` failed: {summary}")]
+    ExecFailed {
+        /// The command.
+        command: String,
+        /// Its exit status and the first lines of its stderr.
+        summary: String,
+    },
+    /// The exec plugin printed something that is not a valid `ExecCredential`.
+    #[error("exec plugin `{command}` printed an invalid ExecCredential: {reason}")]
+    ExecCredential {
+        /// The command.
+        command: String,
+        /// What is wrong with its output.
+        reason: String,
+    },
+    /// Not running inside a pod (no `KUBERNETES_SERVICE_HOST`/`PORT`).
+    #[error("not running in a cluster: {0}")]
+    NotInCluster(String),
+    /// Neither a kubeconfig nor an in-cluster config could be loaded (see [`Config::infer`]).
+    ///
+    /// [`Config::infer`]: crate::Config::infer
+    #[error("no configuration found; kubeconfig: {kubeconfig}; in-cluster: {in_cluster}")]
+    Infer {
+        /// Why the kubeconfig failed (the full chain).
+        kubeconfig: String,
+        /// Why the in-cluster config failed (the full chain).
+        in_cluster: String,
+    },
+    /// A kubeconfig setting this crate does not support (`proxy-url`, `auth-provider`, ...).
+    #[error("unsupported kubeconfig setting: {0}")]
+    Unsupported(String),
+    /// The TLS configuration could not be built (bad key, unusable certificate).
+    #[error("could not set up TLS: {what}")]
+    Tls {
+        /// What failed.
+        what: String,
+        /// The TLS library's error.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl Error {
+    pub(crate) fn invalid(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn read_file(what: impl Into<String>, path: PathBuf, source: io::Error) -> Self {
+        Self::ReadFile {
+            what: what.into(),
+            path,
+            source,
+        }
+    }
+}
+
+/// The error and its sources, joined with `: ` (for messages that must carry a whole chain).
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        cur = s.source();
+    }
+    out
+}

@@ -1,0 +1,234 @@
+//! [`HttpListerWatcher`]: lists and watches one resource over HTTP for the reflector.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchStream};
+use kcache_store::Object;
+use serde::de::DeserializeOwned;
+
+use crate::decode::{DecodeErrorHook, DecodeOptions, decode_list_with};
+use crate::request::{collection_url, get};
+use crate::response::collect;
+use crate::watch_decoder::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
+use crate::{ApiResource, Client};
+
+/// Lists and watches one resource type through a [`Client`]: the
+/// [`ListerWatcher`] the reflector and informer run on.
+///
+/// Lists decode item by item (one undecodable item is reported and skipped), watches decode
+/// incrementally with a per-event size limit; both can skip `metadata.managedFields` while
+/// parsing. Selectors, resource versions, bookmarks and timeouts come from the
+/// [`ListOptions`] the reflector passes in.
+///
+/// ```no_run
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
+/// use kcache_reflector::ListerWatcher;
+/// use kcache_store::DynamicObject;
+///
+/// let client = Client::new(Config::infer()?)?;
+/// let widgets = ApiResource::new("example.com", "v1", "widgets", true);
+/// let lw: Arc<dyn ListerWatcher<DynamicObject>> = Arc::new(
+///     HttpListerWatcher::builder(client, widgets)
+///         .namespace("prod")
+///         .skip_managed_fields(true)
+///         .build(),
+/// );
+/// # drop(lw); Ok(()) }
+/// ```
+pub struct HttpListerWatcher<T> {
+    client: Client,
+    resource: ApiResource,
+    namespace: Option<String>,
+    max_event_size: usize,
+    decode: DecodeOptions,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for HttpListerWatcher<T> {
+    fn clone(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            max_event_size: self.max_event_size,
+            decode: self.decode.clone(),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T> fmt::Debug for HttpListerWatcher<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpListerWatcher")
+            .field("resource", &self.resource)
+            .field("namespace", &self.namespace)
+            .field("max_event_size", &self.max_event_size)
+            .field("decode", &self.decode)
+            .field("client", &self.client)
+            .finish()
+    }
+}
+
+/// Builds an [`HttpListerWatcher`].
+#[must_use]
+pub struct HttpListerWatcherBuilder<T> {
+    inner: HttpListerWatcher<T>,
+}
+
+impl<T> fmt::Debug for HttpListerWatcherBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("HttpListerWatcherBuilder")
+            .field(&self.inner)
+            .finish()
+    }
+}
+
+impl<T> HttpListerWatcherBuilder<T> {
+    /// Only this namespace (ignored for cluster-scoped resources). The default is all
+    /// namespaces.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.inner.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Every namespace (the default).
+    pub fn all_namespaces(mut self) -> Self {
+        self.inner.namespace = None;
+        self
+    }
+
+    /// Drop `metadata.managedFields` while parsing, so it is never built: about half the
+    /// decode time and memory of a typical typed Pod. Off by default.
+    pub fn skip_managed_fields(mut self, skip: bool) -> Self {
+        self.inner.decode.skip_managed_fields = skip;
+        self
+    }
+
+    /// The largest watch event accepted, in bytes
+    /// (default [`DEFAULT_MAX_EVENT_SIZE`]); a larger one is reported and skipped.
+    pub fn max_event_size(mut self, bytes: usize) -> Self {
+        self.inner.max_event_size = bytes.max(1);
+        self
+    }
+
+    /// Called with every object skipped because it could not be decoded: list items and watch
+    /// events. (They are also logged; a skipped watch event also reaches the reflector.)
+    pub fn on_decode_error(mut self, hook: impl Fn(&Error) + Send + Sync + 'static) -> Self {
+        let hook: DecodeErrorHook = Arc::new(hook);
+        self.inner.decode.on_error = Some(hook);
+        self
+    }
+
+    /// The lister-watcher.
+    pub fn build(self) -> HttpListerWatcher<T> {
+        self.inner
+    }
+}
+
+impl<T> HttpListerWatcher<T> {
+    /// A builder for `resource`, decoded as `T` (e.g. [`DynamicObject`](kcache_store::DynamicObject)
+    /// or a type of your own).
+    pub fn builder(client: Client, resource: ApiResource) -> HttpListerWatcherBuilder<T> {
+        HttpListerWatcherBuilder {
+            inner: Self {
+                client,
+                resource,
+                namespace: None,
+                max_event_size: DEFAULT_MAX_EVENT_SIZE,
+                decode: DecodeOptions::default(),
+                _t: PhantomData,
+            },
+        }
+    }
+
+    /// A lister-watcher of `resource` across all namespaces, with the defaults.
+    pub fn dynamic(client: Client, resource: ApiResource) -> Self {
+        Self::builder(client, resource).build()
+    }
+
+    /// The resource listed and watched.
+    pub fn resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    /// The namespace, or `None` for all of them.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+}
+
+#[cfg(feature = "k8s-openapi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "k8s-openapi")))]
+impl<K: k8s_openapi::Resource> HttpListerWatcher<K> {
+    /// A lister-watcher of the k8s-openapi type `K` across all namespaces.
+    pub fn new(client: Client) -> Self {
+        Self::builder(client, ApiResource::of::<K>()).build()
+    }
+
+    /// A builder for the k8s-openapi type `K`.
+    pub fn typed(client: Client) -> HttpListerWatcherBuilder<K> {
+        Self::builder(client, ApiResource::of::<K>())
+    }
+}
+
+impl<T> HttpListerWatcher<T> {
+    fn url(&self, opts: &ListOptions, watch: bool) -> String {
+        collection_url(
+            self.client.base_url(),
+            &self.resource,
+            self.namespace.as_deref(),
+            opts,
+            watch,
+        )
+    }
+}
+
+#[async_trait::async_trait]
+impl<T> ListerWatcher<T> for HttpListerWatcher<T>
+where
+    T: Object + DeserializeOwned,
+{
+    async fn list(&self, opts: &ListOptions) -> Result<ObjectList<T>, Error> {
+        let request =
+            get(&self.url(opts, false), self.client.user_agent()).map_err(Error::transport)?;
+        let work = async {
+            let response = self.client.send(request).await?;
+            let body = collect(response.into_body(), None)
+                .await
+                .map_err(Error::Transport)?;
+            decode_list_with(&body, &self.decode)
+        };
+        tokio::time::timeout(self.client.list_timeout(), work)
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+
+    async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<T>, Error> {
+        let request =
+            get(&self.url(opts, true), self.client.user_agent()).map_err(Error::transport)?;
+        // Only opening the watch is bounded; the stream itself lasts as long as the server
+        // keeps it, with a guard a little past `timeoutSeconds`.
+        let response = tokio::time::timeout(self.client.list_timeout(), self.client.send(request))
+            .await
+            .map_err(|_| Error::Timeout)??;
+        let guard = opts
+            .timeout_seconds
+            .and_then(|s| u64::try_from(s).ok())
+            .filter(|&s| s > 0)
+            .map(|s| std::time::Duration::from_secs(s) + self.client.watch_timeout_slack());
+        let decoder = WatchDecoder::new()
+            .max_event_size(self.max_event_size)
+            .skip_managed_fields(self.decode.skip_managed_fields);
+        Ok(watch_stream(
+            response.into_body(),
+            decoder,
+            guard,
+            self.decode.clone(),
+        ))
+    }
+}

@@ -1,0 +1,483 @@
+//! [`WatchDecoder`]: newline-delimited JSON watch events across arbitrary chunk boundaries.
+//!
+//! The API server writes one JSON event per line, but HTTP chunks (and h2 DATA frames) are not
+//! aligned to lines. The decoder keeps the current chunk and decodes every complete line straight
+//! from it; only a line split across chunks is copied, into one reused buffer, and only its
+//! pieces. So a stream whose events fit in a chunk is decoded without any copy.
+//!
+//! Failures are per event, never per stream:
+//! - a line that does not decode yields `Err(Error::Decode)` and decoding goes on with the next
+//!   line (the reflector reports and skips it);
+//! - a line longer than the size limit yields one `Err(Error::Decode)` and the rest of that line
+//!   is dropped without being buffered, then decoding goes on: ending the stream instead would
+//!   make the reflector resume at the same resource version and meet the same event again;
+//! - at the end of the body, bytes after the last newline are decoded if they form a whole event
+//!   and give `Err(Error::Decode)` otherwise (a truncated stream).
+
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use kcache_reflector::{Error, WatchEvent, WatchStream};
+use serde::de::DeserializeOwned;
+
+use crate::SkipManagedFields;
+use crate::decode::DecodeOptions;
+use crate::transport::ResponseBody;
+
+/// The default limit on the size of one watch event: 16 MiB (etcd's default request limit is
+/// 1.5 MiB per object, so this leaves room for large custom resources).
+pub const DEFAULT_MAX_EVENT_SIZE: usize = 16 << 20;
+
+/// An incremental decoder of a JSON watch body into [`WatchEvent`]s.
+///
+/// Complete lines are decoded straight from the chunk they arrived in; only a line split across
+/// chunks is copied aside. Failures are per event, never per stream:
+/// - a line that does not decode gives `Err(Error::Decode)` and decoding goes on with the next
+///   line (the reflector reports and skips it);
+/// - a line longer than the size limit gives one `Err(Error::Decode)`, the rest of it is dropped
+///   without being buffered, and decoding goes on (ending the stream instead would make the
+///   reflector resume at the same resource version and meet the same event again);
+/// - at the end of the body, bytes after the last newline are decoded if they form a whole
+///   event and give `Err(Error::Decode)` otherwise (a truncated stream).
+///
+/// Feed it chunks with [`push`](Self::push), take events with
+/// [`next_event`](Self::next_event) until it returns `None`, and call
+/// [`finish`](Self::finish) at the end of the body.
+///
+/// ```
+/// use bytes::Bytes;
+/// use kcache_client_http::WatchDecoder;
+/// use kcache_reflector::WatchEvent;
+/// use kcache_store::DynamicObject;
+///
+/// let mut d = WatchDecoder::<DynamicObject>::new();
+/// d.push(Bytes::from_static(br#"{"type":"ADDED","object":{"metadata":{"na"#));
+/// assert!(d.next_event().is_none()); // half an event so far
+/// d.push(Bytes::from_static(b"me\":\"a\"}}}\n{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"7\"}}}\n"));
+/// assert!(matches!(d.next_event(), Some(Ok(WatchEvent::Added(_)))));
+/// assert!(matches!(d.next_event(), Some(Ok(WatchEvent::Bookmark(b))) if b.resource_version == "7"));
+/// assert!(d.next_event().is_none());
+/// assert!(d.finish().is_none());
+/// ```
+pub struct WatchDecoder<T> {
+    /// The pieces of a line that started in an earlier chunk.
+    carry: Vec<u8>,
+    /// The current chunk.
+    chunk: Bytes,
+    /// How far into `chunk` lines have been taken.
+    pos: usize,
+    /// Dropping the rest of an oversize line.
+    skipping: bool,
+    /// An oversize error found by [`push`](Self::push), given out by the next `next_event`.
+    pending: Option<Error>,
+    max_event_size: usize,
+    skip_managed_fields: bool,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for WatchDecoder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchDecoder")
+            .field(
+                "buffered",
+                &(self.carry.len() + self.chunk.len() - self.pos),
+            )
+            .field("skipping", &self.skipping)
+            .field("max_event_size", &self.max_event_size)
+            .field("skip_managed_fields", &self.skip_managed_fields)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: DeserializeOwned> Default for WatchDecoder<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Whether a line holds only whitespace (blank lines are allowed between events).
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
+fn oversize(limit: usize) -> Error {
+    Error::decode(
+        "watch event",
+        format!("event larger than the limit of {limit} bytes; skipped"),
+    )
+}
+
+impl<T: DeserializeOwned> WatchDecoder<T> {
+    /// A decoder with the [default size limit](DEFAULT_MAX_EVENT_SIZE), keeping managedFields.
+    pub fn new() -> Self {
+        Self {
+            carry: Vec::new(),
+            chunk: Bytes::new(),
+            pos: 0,
+            skipping: false,
+            pending: None,
+            max_event_size: DEFAULT_MAX_EVENT_SIZE,
+            skip_managed_fields: false,
+            _t: PhantomData,
+        }
+    }
+
+    /// Sets the largest event accepted, in bytes (at least 1).
+    #[must_use]
+    pub fn max_event_size(mut self, bytes: usize) -> Self {
+        self.max_event_size = bytes.max(1);
+        self
+    }
+
+    /// Drops `metadata.managedFields` of every object while parsing (see [`SkipManagedFields`]).
+    #[must_use]
+    pub fn skip_managed_fields(mut self, skip: bool) -> Self {
+        self.skip_managed_fields = skip;
+        self
+    }
+
+    /// Adds the next chunk of the body. Take the pending events first: whatever is left of the
+    /// previous chunk is copied aside.
+    pub fn push(&mut self, chunk: Bytes) {
+        if self.pos < self.chunk.len() {
+            let rest = self.chunk.slice(self.pos..);
+            self.chunk = Bytes::new();
+            self.pos = 0;
+            if let Some(e) = self.keep_partial(&rest) {
+                self.pending = Some(e);
+            }
+        }
+        self.chunk = chunk;
+        self.pos = 0;
+    }
+
+    /// Keeps `piece` (a line without its end) for later; `Some` when that makes the line too long.
+    fn keep_partial(&mut self, piece: &[u8]) -> Option<Error> {
+        if self.skipping {
+            return None;
+        }
+        if self.carry.len() + piece.len() > self.max_event_size {
+            self.carry = Vec::new();
+            self.skipping = true;
+            return Some(oversize(self.max_event_size));
+        }
+        self.carry.extend_from_slice(piece);
+        None
+    }
+
+    fn decode(&self, line: &[u8]) -> Result<WatchEvent<T>, Error> {
+        let event = if self.skip_managed_fields {
+            WatchEvent::<SkipManagedFields<T>>::from_json(line).map(unwrap_skipped)
+        } else {
+            WatchEvent::<T>::from_json(line)
+        };
+        event.map_err(|e| match e {
+            Error::Decode { source, .. } => Error::decode("watch event", source),
+            other => other,
+        })
+    }
+
+    /// The next complete event, or `None` when more bytes are needed.
+    pub fn next_event(&mut self) -> Option<Result<WatchEvent<T>, Error>> {
+        if let Some(e) = self.pending.take() {
+            return Some(Err(e));
+        }
+        loop {
+            let rest = &self.chunk[self.pos..];
+            if rest.is_empty() {
+                return None;
+            }
+            let Some(end) = memchr::memchr(b'\n', rest) else {
+                let rest = self.chunk.slice(self.pos..);
+                self.pos = self.chunk.len();
+                return self.keep_partial(&rest).map(Err);
+            };
+            let (start, stop) = (self.pos, self.pos + end);
+            self.pos = stop + 1;
+            if std::mem::take(&mut self.skipping) {
+                continue;
+            }
+            let line = &self.chunk[start..stop];
+            if self.carry.is_empty() {
+                if is_blank(line) {
+                    continue;
+                }
+                if line.len() > self.max_event_size {
+                    return Some(Err(oversize(self.max_event_size)));
+                }
+                return Some(self.decode(line));
+            }
+            if self.carry.len() + line.len() > self.max_event_size {
+                self.carry.clear();
+                return Some(Err(oversize(self.max_event_size)));
+            }
+            let mut whole = std::mem::take(&mut self.carry);
+            whole.extend_from_slice(&self.chunk[start..stop]);
+            let result = (!is_blank(&whole)).then(|| self.decode(&whole));
+            whole.clear();
+            self.carry = whole;
+            if let Some(result) = result {
+                return Some(result);
+            }
+        }
+    }
+
+    /// The end of the body: the bytes after the last newline, decoded if they form a whole event,
+    /// a decode error if they do not (a truncated stream), `None` if there are none.
+    pub fn finish(&mut self) -> Option<Result<WatchEvent<T>, Error>> {
+        let rest = self.chunk.slice(self.pos..);
+        self.chunk = Bytes::new();
+        self.pos = 0;
+        if let Some(e) = self.keep_partial(&rest) {
+            return Some(Err(e));
+        }
+        if std::mem::take(&mut self.skipping) {
+            return None;
+        }
+        let tail = std::mem::take(&mut self.carry);
+        if is_blank(&tail) {
+            return None;
+        }
+        Some(self.decode(&tail).map_err(|e| {
+            let source = match e {
+                Error::Decode { source, .. } => source,
+                other => other.into(),
+            };
+            Error::decode(
+                format!(
+                    "the last watch event: the stream ended after {} bytes of it",
+                    tail.len()
+                ),
+                source,
+            )
+        }))
+    }
+}
+
+fn unwrap_skipped<T>(e: WatchEvent<SkipManagedFields<T>>) -> WatchEvent<T> {
+    match e {
+        WatchEvent::Added(o) => WatchEvent::Added(o.0),
+        WatchEvent::Modified(o) => WatchEvent::Modified(o.0),
+        WatchEvent::Deleted(o) => WatchEvent::Deleted(o.0),
+        WatchEvent::Bookmark(b) => WatchEvent::Bookmark(b),
+        WatchEvent::Error(s) => WatchEvent::Error(s),
+    }
+}
+
+/// The state of a decoding watch stream.
+struct State<T> {
+    body: ResponseBody,
+    decoder: WatchDecoder<T>,
+    guard: Option<Pin<Box<tokio::time::Sleep>>>,
+    options: DecodeOptions,
+    done: bool,
+}
+
+/// Turns a watch response body into the reflector's stream. `guard` ends the stream (cleanly)
+/// if the server has not ended it by then.
+pub(crate) fn watch_stream<T: DeserializeOwned + Send + 'static>(
+    body: ResponseBody,
+    decoder: WatchDecoder<T>,
+    guard: Option<Duration>,
+    options: DecodeOptions,
+) -> WatchStream<T> {
+    let state = State {
+        body,
+        decoder,
+        guard: guard.map(|d| Box::pin(tokio::time::sleep(d))),
+        options,
+        done: false,
+    };
+    futures_util::stream::unfold(state, |mut s| async move {
+        loop {
+            if let Some(item) = s.decoder.next_event() {
+                if let (Err(e), Some(hook)) = (&item, &s.options.on_error) {
+                    hook(e);
+                }
+                return Some((item, s));
+            }
+            if s.done {
+                return None;
+            }
+            let next = match &mut s.guard {
+                Some(guard) => tokio::select! {
+                    chunk = s.body.next() => chunk,
+                    () = guard.as_mut() => {
+                        tracing::debug!("watch outlived its timeoutSeconds; ending it");
+                        return None;
+                    }
+                },
+                None => s.body.next().await,
+            };
+            match next {
+                Some(Ok(chunk)) => s.decoder.push(chunk),
+                Some(Err(e)) => {
+                    s.done = true;
+                    return Some((Err(Error::transport(e)), s));
+                }
+                None => {
+                    s.done = true;
+                    let item = s.decoder.finish()?;
+                    if let (Err(e), Some(hook)) = (&item, &s.options.on_error) {
+                        hook(e);
+                    }
+                    return Some((item, s));
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+/// Runs the decoder over `data` split into chunks, for the fuzzer: the first byte picks the
+/// chunk size, the second whether managedFields are skipped. Never panics on any input.
+#[doc(hidden)]
+pub fn fuzz_watch_decoder(data: &[u8]) -> usize {
+    let (Some(&size), Some(&flags)) = (data.first(), data.get(1)) else {
+        return 0;
+    };
+    let body = Bytes::copy_from_slice(&data[2..]);
+    let mut d = WatchDecoder::<kcache_store::DynamicObject>::new()
+        .max_event_size(usize::from(flags >> 1).max(1) * 64)
+        .skip_managed_fields(flags & 1 == 1);
+    let step = usize::from(size).max(1);
+    let mut events = 0;
+    let mut at = 0;
+    while at < body.len() {
+        let end = (at + step).min(body.len());
+        d.push(body.slice(at..end));
+        at = end;
+        while let Some(e) = d.next_event() {
+            events += usize::from(e.is_ok());
+        }
+    }
+    if let Some(Ok(_)) = d.finish() {
+        events += 1;
+    }
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcache_store::DynamicObject;
+
+    fn added(name: &str) -> String {
+        format!(
+            r#"{{"type":"ADDED","object":{{"metadata":{{"name":"{name}","managedFields":[1]}}}}}}"#
+        )
+    }
+
+    fn run(chunks: &[&[u8]], limit: usize) -> Vec<Result<String, String>> {
+        let mut d = WatchDecoder::<DynamicObject>::new().max_event_size(limit);
+        let mut out = Vec::new();
+        let mut take = |r: Result<WatchEvent<DynamicObject>, Error>| {
+            out.push(match r {
+                Ok(WatchEvent::Added(o)) => Ok(o.metadata.name.unwrap_or_default()),
+                Ok(other) => Ok(format!("{:?}", other.event_type())),
+                Err(e) => Err(crate::error::chain(&e)),
+            });
+        };
+        for c in chunks {
+            d.push(Bytes::copy_from_slice(c));
+            while let Some(r) = d.next_event() {
+                take(r);
+            }
+        }
+        if let Some(r) = d.finish() {
+            take(r);
+        }
+        out
+    }
+
+    #[test]
+    fn every_split_of_a_stream_gives_the_same_events() {
+        let text = format!("{}\n\n{}\r\n{}\n", added("a"), added("b"), added("c"));
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            for j in i..bytes.len() {
+                let got = run(&[&bytes[..i], &bytes[i..j], &bytes[j..]], 1 << 20);
+                assert_eq!(
+                    got,
+                    [Ok("a".into()), Ok("b".into()), Ok("c".into())],
+                    "{i} {j}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_line_is_an_error_and_the_stream_goes_on() {
+        let text = format!(
+            "{}\n{{\"type\":\"ADDED\",\"obj\n{}\n",
+            added("a"),
+            added("b")
+        );
+        let got = run(&[text.as_bytes()], 1 << 20);
+        assert_eq!(got.len(), 3);
+        assert!(
+            got[1]
+                .as_ref()
+                .unwrap_err()
+                .starts_with("could not decode watch event: ")
+        );
+        assert_eq!(got[2], Ok("b".into()));
+    }
+
+    #[test]
+    fn oversize_event_is_skipped_in_one_chunk_or_many() {
+        let big = added(&"x".repeat(300));
+        let text = format!("{}\n{big}\n{}\n", added("a"), added("b"));
+        for step in [1, 7, 64, text.len()] {
+            let chunks: Vec<&[u8]> = text.as_bytes().chunks(step).collect();
+            let got = run(&chunks, 200);
+            assert_eq!(got.len(), 3, "step {step}: {got:?}");
+            assert_eq!(got[0], Ok("a".into()));
+            assert!(
+                got[1]
+                    .as_ref()
+                    .unwrap_err()
+                    .contains("larger than the limit of 200 bytes")
+            );
+            assert_eq!(got[2], Ok("b".into()));
+        }
+    }
+
+    #[test]
+    fn truncated_tail_is_an_error_and_a_whole_tail_an_event() {
+        let text = format!("{}\n{}", added("a"), &added("b")[..20]);
+        let got = run(&[text.as_bytes()], 1 << 20);
+        assert_eq!(got[0], Ok("a".into()));
+        let e = got[1].as_ref().unwrap_err();
+        assert!(
+            e.starts_with(
+                "could not decode the last watch event: the stream ended after 20 bytes of it"
+            ),
+            "{e}"
+        );
+        assert_eq!(run(&[added("z").as_bytes()], 1 << 20), [Ok("z".into())]);
+    }
+
+    #[test]
+    fn skip_managed_fields_applies_to_events() {
+        let mut d = WatchDecoder::<DynamicObject>::new().skip_managed_fields(true);
+        d.push(Bytes::from(format!("{}\n", added("a"))));
+        let Some(Ok(WatchEvent::Added(o))) = d.next_event() else {
+            panic!()
+        };
+        assert!(!o.metadata.other.contains_key("managedFields"));
+    }
+
+    #[test]
+    fn fuzz_entry_point_survives_odd_input() {
+        assert_eq!(fuzz_watch_decoder(b""), 0);
+        let mut data = vec![3u8, 0xFF];
+        data.extend_from_slice(added("a").as_bytes());
+        data.extend_from_slice(b"\n\xff\xfe\n");
+        data.extend_from_slice(added("b").as_bytes());
+        assert_eq!(fuzz_watch_decoder(&data), 2);
+    }
+}

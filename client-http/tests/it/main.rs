@@ -1,0 +1,24 @@
+//! Integration tests of kcache-client-http: the lister-watcher against the fake API server over
+//! HTTP and HTTPS, kubeconfig and in-cluster loading on fixture files, credentials, and an
+//! informer built from `Config::infer()`.
+#![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
+
+mod auth;
+mod in_cluster;
+mod informer;
+mod kubeconfig;
+mod list_watch;
+mod send_sync;
+mod support;
+mod transport;
+
+/// The error and its sources, joined with `: `.
+pub(crate) fn support_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        out = format!("{out}: {s}");
+        cur = s.source();
+    }
+    out
+}

@@ -1,0 +1,156 @@
+//! `cargo xtask bench`: kcache and kube-rs against the same fake API server and workload, in one
+//! run, with bare `serde_json` decoding of the same pods as the floor.
+//!
+//! kcache-bench [--pods N] [--updates N] [--seed S]
+//!
+//! The fake server runs in a child process (`kcache-bench serve ...`) so that only the client's
+//! allocations and CPU are measured here. Memory comes from a counting allocator.
+
+mod alloc;
+mod clients;
+mod floor;
+mod server;
+
+use clients::{Figures, Which};
+
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
+
+struct Args {
+    serve: bool,
+    pods: usize,
+    updates: usize,
+    seed: u64,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut args = Args {
+        serve: false,
+        pods: 20_000,
+        updates: 100_000,
+        seed: 7,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        match a.as_str() {
+            "serve" => args.serve = true,
+            "--pods" => {
+                args.pods = value("--pods")?
+                    .parse()
+                    .map_err(|e| format!("--pods: {e}"))?
+            }
+            "--updates" => {
+                args.updates = value("--updates")?
+                    .parse()
+                    .map_err(|e| format!("--updates: {e}"))?
+            }
+            "--seed" => {
+                args.seed = value("--seed")?
+                    .parse()
+                    .map_err(|e| format!("--seed: {e}"))?
+            }
+            "-h" | "--help" => {
+                return Err(
+                    "usage: kcache-bench [--pods N (20000)] [--updates N (100000)] [--seed S]"
+                        .into(),
+                );
+            }
+            other => return Err(format!("unknown argument {other:?}; try --help")),
+        }
+    }
+    Ok(args)
+}
+
+fn mb(bytes: usize) -> f64 {
+    bytes as f64 / 1e6
+}
+
+#[tokio::main]
+async fn main() {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let result = if args.serve {
+        server::serve(args.pods, args.updates, args.seed).await
+    } else {
+        bench(&args).await
+    };
+    if let Err(e) = result {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn bench(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    eprintln!("decode floor: serde_json into k8s-openapi Pod, one core ...");
+    let floor = floor::decode_floor(args.seed, args.pods.min(20_000))?;
+    let (floor_pods, floor_mb) = (floor.pods_per_sec, floor.mb_per_sec);
+    let mut rows: Vec<(Which, Figures)> = Vec::new();
+    for which in [
+        Which::KubeRs,
+        Which::Kcache {
+            skip_managed_fields: false,
+        },
+        Which::Kcache {
+            skip_managed_fields: true,
+        },
+    ] {
+        eprintln!(
+            "{}: {} pods, then {} updates ...",
+            which.label(),
+            args.pods,
+            args.updates
+        );
+        // A fresh server per client: same seed, same workload, same resource versions.
+        let mut server = server::Server::spawn(args.pods, args.updates, args.seed).await?;
+        let figures = clients::run(which, &mut server, args.pods, args.updates).await?;
+        server.quit().await;
+        rows.push((which, figures));
+    }
+    let kube = rows
+        .iter()
+        .find(|(w, _)| *w == Which::KubeRs)
+        .map(|(_, f)| *f)
+        .ok_or("no kube-rs row")?;
+
+    println!();
+    println!(
+        "{} realistic pods, {} updates, seed {}",
+        args.pods, args.updates, args.seed
+    );
+    println!(
+        "decode floor (bare serde_json, one core): {floor_pods:.0} pods/s, {floor_mb:.0} MB/s"
+    );
+    println!(
+        "a decoded Pod (serde_json::from_slice, in an Arc) holds {:.1} KB; {:.1} KB when decoded with exact Vec capacities (via serde_json::Value)",
+        floor.decoded_bytes_per_pod / 1e3,
+        floor.exact_bytes_per_pod / 1e3
+    );
+    println!();
+    println!(
+        "| client | initial sync | vs kube-rs | sync peak MB | vs kube-rs | steady KB/pod | watch events/s | vs kube-rs | vs floor |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (which, f) in &rows {
+        println!(
+            "| {} | {:.2} s | {:.2}x | {:.0} | {:.2}x | {:.1} | {:.0} | {:.2}x | {:.2}x |",
+            which.label(),
+            f.sync.as_secs_f64(),
+            f.sync.as_secs_f64() / kube.sync.as_secs_f64(),
+            mb(f.sync_peak_bytes),
+            f.sync_peak_bytes as f64 / kube.sync_peak_bytes as f64,
+            f.steady_bytes as f64 / f.cached as f64 / 1e3,
+            f.events_per_sec,
+            f.events_per_sec / kube.events_per_sec,
+            f.events_per_sec / floor_pods,
+        );
+    }
+    println!();
+    println!("Time and memory ratios below 1 favour the client; events/s ratios above 1 do.");
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! The fake API server in a child process, so its own allocations and CPU are not counted
+//! against the client being measured. The parent drives it over stdin/stdout.
+
+use std::process::Stdio;
+
+use kcache_testing::FakeApiServer;
+use kcache_testing::fake_api_server::ApiResource;
+use kcache_testing::workload::{self, PodGenerator};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// Namespaces the workload spreads pods over.
+pub const NAMESPACES: usize = 20;
+
+/// `serve` mode: start the server with `pods` pods, print its URL, then obey commands:
+/// `update N` (N pod updates, answered with `updated <rv>`) and `quit`.
+pub async fn serve(
+    pods: usize,
+    updates: usize,
+    seed: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let server = FakeApiServer::builder()
+        .history_limit(updates + 1000)
+        .watcher_buffer(updates + pods + 1000)
+        .seed(seed)
+        .start()
+        .await?;
+    let resource = ApiResource::pods();
+    let mut names = Vec::with_capacity(pods);
+    for pod in workload::pods(seed, pods, NAMESPACES) {
+        let created = server.create(&resource, pod)?;
+        names.push((
+            created.metadata.namespace.clone(),
+            created.metadata.name.clone().unwrap_or_default(),
+        ));
+    }
+    // Updates are made before they are timed, so the clients, not the generator, set the pace.
+    let mut generator = PodGenerator::new(seed ^ 0x5eed, NAMESPACES);
+    let mut prepared = Vec::with_capacity(updates);
+    for i in 0..updates {
+        let (ns, name) = &names[i % names.len()];
+        let current = server
+            .get(&resource, ns.as_deref(), name)
+            .ok_or("pod vanished")?;
+        prepared.push(generator.mutate(&current));
+    }
+    let mut prepared = prepared.into_iter();
+    let mut out = tokio::io::stdout();
+    out.write_all(format!("url {}\n", server.url()).as_bytes())
+        .await?;
+    out.flush().await?;
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Some(line) = lines.next_line().await? {
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next().map(str::parse::<usize>)) {
+            (Some("update"), Some(Ok(n))) => {
+                let started = std::time::Instant::now();
+                for _ in 0..n {
+                    let pod = prepared
+                        .next()
+                        .ok_or("more updates asked for than prepared")?;
+                    server.update(&resource, pod)?;
+                }
+                eprintln!(
+                    "  server: {n} updates written in {:.2} s",
+                    started.elapsed().as_secs_f64()
+                );
+                out.write_all(format!("updated {}\n", server.resource_version()).as_bytes())
+                    .await?;
+                out.flush().await?;
+            }
+            (Some("quit"), _) | (None, _) => break,
+            _ => return Err(format!("unknown command {line:?}").into()),
+        }
+    }
+    server.shutdown().await;
+    Ok(())
+}
+
+/// The parent's handle on the child server.
+pub struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: tokio::io::Lines<BufReader<ChildStdout>>,
+    /// Where it listens.
+    pub url: String,
+}
+
+impl Server {
+    /// Starts `current_exe serve ...` and waits for its URL.
+    pub async fn spawn(
+        pods: usize,
+        updates: usize,
+        seed: u64,
+    ) -> Result<Self, Box<dyn std::error::Error>> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .args([
+                "serve",
+                "--pods",
+                &pods.to_string(),
+                "--updates",
+                &updates.to_string(),
+                "--seed",
+                &seed.to_string(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+        let line = stdout
+            .next_line()
+            .await?
+            .ok_or("server exited before printing its URL")?;
+        let url = line
+            .strip_prefix("url ")
+            .ok_or_else(|| format!("unexpected {line:?}"))?
+            .to_owned();
+        Ok(Self {
+            child,
+            stdin,
+            stdout,
+            url,
+        })
+    }
+
+    /// Asks for `n` updates; returns once they are all written, with the final RV.
+    pub async fn update(&mut self, n: usize) -> Result<u64, Box<dyn std::error::Error>> {
+        self.stdin
+            .write_all(format!("update {n}\n").as_bytes())
+            .await?;
+        self.stdin.flush().await?;
+        let line = self.stdout.next_line().await?.ok_or("server exited")?;
+        Ok(line
+            .strip_prefix("updated ")
+            .ok_or_else(|| format!("unexpected {line:?}"))?
+            .parse()?)
+    }
+
+    /// Stops the child.
+    pub async fn quit(mut self) {
+        let _ = self.stdin.write_all(b"quit\n").await;
+        let _ = self.child.wait().await;
+    }
+}
