@@ -320,29 +320,39 @@ impl Churn {
         let total = u64::from(wa) + u64::from(wu) + u64::from(wd);
         let period = (self.rate > 0).then(|| Duration::from_secs(1) / self.rate);
         let mut next = tokio::time::Instant::now();
+        // The pods as of the start, kept up to date with this driver's own writes: listing the
+        // server on every operation would make the driver, not the clients, the bottleneck.
+        let mut existing: Vec<(Option<String>, String)> = server
+            .list(&pods)
+            .iter()
+            .map(|p| {
+                (
+                    p.metadata.namespace.clone(),
+                    p.metadata.name.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
         for _ in 0..self.operations {
-            let existing = server.list(&pods);
             let roll = rng.next_u64() % total.max(1);
-            let pick = |rng: &mut SplitMix64| {
-                let i = usize::try_from(rng.next_u64() % existing.len().max(1) as u64).unwrap_or(0);
-                existing.get(i).cloned()
-            };
+            let pick = usize::try_from(rng.next_u64() % existing.len().max(1) as u64).unwrap_or(0);
             if roll < u64::from(wa) || existing.is_empty() {
-                if server.create(&pods, generator.next_pod()).is_ok() {
+                if let Ok(p) = server.create(&pods, generator.next_pod()) {
+                    existing.push((
+                        p.metadata.namespace.clone(),
+                        p.metadata.name.clone().unwrap_or_default(),
+                    ));
                     stats.added += 1;
                 }
             } else if roll < u64::from(wa) + u64::from(wu) {
-                if let Some(pod) = pick(&mut rng)
+                let (ns, name) = &existing[pick];
+                if let Some(pod) = server.get(&pods, ns.as_deref(), name)
                     && server.update(&pods, generator.mutate(&pod)).is_ok()
                 {
                     stats.updated += 1;
                 }
-            } else if let Some(pod) = pick(&mut rng) {
-                let name = pod.metadata.name.as_deref().unwrap_or_default();
-                if server
-                    .delete(&pods, pod.metadata.namespace.as_deref(), name)
-                    .is_ok()
-                {
+            } else {
+                let (ns, name) = existing.swap_remove(pick);
+                if server.delete(&pods, ns.as_deref(), &name).is_ok() {
                     stats.deleted += 1;
                 }
             }

@@ -6,3 +6,4 @@ mod fake_api_server;
 mod fake_api_server_client;
 mod fake_api_server_faults;
 mod fake_api_server_kubectl;
+mod workload;

@@ -1,9 +1,15 @@
 //! A counting global allocator: bytes in use now and at the peak, for memory figures.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
+
+/// The allocator underneath the counters: the system's, or mimalloc with `--features mimalloc`.
+#[cfg(not(feature = "mimalloc"))]
+use std::alloc::System as Inner;
+#[cfg(feature = "mimalloc")]
+use mimalloc::MiMalloc as Inner;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
-/// Wraps the system allocator and counts live bytes.
+/// Wraps the allocator and counts live bytes.
 pub struct Counting;
 
 // Signed: memory allocated while counting was off may be freed while it is on.
@@ -34,11 +40,11 @@ fn shrank(size: usize) {
     }
 }
 
-// SAFETY: every call is forwarded unchanged to `System`; only counters are added.
+// SAFETY: every call is forwarded unchanged to the inner allocator; only counters are added.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc(layout) };
+        let p = unsafe { Inner.alloc(layout) };
         if !p.is_null() {
             grew(layout.size());
         }
@@ -46,7 +52,7 @@ unsafe impl GlobalAlloc for Counting {
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc_zeroed(layout) };
+        let p = unsafe { Inner.alloc_zeroed(layout) };
         if !p.is_null() {
             grew(layout.size());
         }
@@ -54,12 +60,12 @@ unsafe impl GlobalAlloc for Counting {
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) };
+        unsafe { Inner.dealloc(ptr, layout) };
         shrank(layout.size());
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: same contract as the caller's.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        let p = unsafe { Inner.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             if new_size >= layout.size() {
                 grew(new_size - layout.size());
