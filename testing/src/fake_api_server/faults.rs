@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use kcache_reflector::{Status, StatusDetails};
 
 use super::resource::{ApiResource, ResourceId};
-use super::status::{self, ApiError};
+use super::status::ApiError;
 
 /// Which requests a [`Fault`] applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub enum FaultKind {
         /// Events sent before the ERROR.
         events: usize,
         /// The Status object of the ERROR event.
-        status: Value,
+        status: Box<Status>,
     },
     /// Watch: end the stream cleanly after N events, before `timeoutSeconds`.
     CloseAfter(usize),
@@ -142,12 +142,9 @@ impl Fault {
             Verb::Watch,
             FaultKind::ErrorEventAfter {
                 events,
-                status: status::status(
-                    410,
-                    "Expired",
+                status: Box::new(Status::expired(
                     "The resourceVersion for the provided watch is too old.",
-                    None,
-                ),
+                )),
             },
         )
     }
@@ -178,7 +175,10 @@ impl FaultKind {
                         *code,
                         reason,
                         message,
-                        json!({"retryAfterSeconds": s}),
+                        StatusDetails {
+                            retry_after_seconds: i32::try_from(*s).ok(),
+                            ..StatusDetails::default()
+                        },
                     ),
                     None => ApiError::new(*code, reason, message),
                 };

@@ -109,10 +109,10 @@ pub struct FakeApiError {
 impl From<ApiError> for FakeApiError {
     fn from(e: ApiError) -> Self {
         match e.body {
-            ErrorBody::Status(v) => Self {
+            ErrorBody::Status(s) => Self {
                 code: e.code,
-                reason: v["reason"].as_str().unwrap_or_default().to_owned(),
-                message: v["message"].as_str().unwrap_or_default().to_owned(),
+                reason: s.reason.unwrap_or_default(),
+                message: s.message.unwrap_or_default(),
             },
             ErrorBody::Text(t) => Self {
                 code: e.code,

@@ -1,6 +1,7 @@
-//! `metav1.Status` bodies and the error responses the fake server sends.
+//! The error responses the fake server sends: `kcache_reflector::Status` bodies (the same type
+//! the reflector decodes), or plain text.
 
-use serde_json::{Value, json};
+use kcache_reflector::{Status, StatusCause, StatusDetails};
 
 /// An error response: a `metav1.Status` JSON body, or a plain-text body (APF 429, `404 page not
 /// found`).
@@ -15,47 +16,59 @@ pub(crate) struct ApiError {
 /// The body of an [`ApiError`].
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ErrorBody {
-    Status(Value),
+    Status(Box<Status>),
     Text(String),
 }
 
-/// A `metav1.Status` with `status: Failure`.
-pub(crate) fn status(code: u16, reason: &str, message: &str, details: Option<Value>) -> Value {
-    let mut v = json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    });
-    if let (Some(details), Some(map)) = (details, v.as_object_mut()) {
-        map.insert("details".into(), details);
+/// A `metav1.Status` with `status: Failure` and optional details.
+pub(crate) fn status(
+    code: u16,
+    reason: &str,
+    message: &str,
+    details: Option<StatusDetails>,
+) -> Status {
+    let mut s = Status::failure(code, reason, message);
+    s.details = details;
+    s
+}
+
+/// Details naming an object (`name`, `group`, `kind`).
+fn object_details(qualified: &str, name: &str) -> StatusDetails {
+    let (kind, group) = qualified.split_once('.').unwrap_or((qualified, ""));
+    StatusDetails {
+        name: Some(name.to_owned()),
+        group: Some(group.to_owned()),
+        kind: Some(kind.to_owned()),
+        ..StatusDetails::default()
     }
-    v
 }
 
 impl ApiError {
-    pub(crate) fn new(code: u16, reason: &str, message: &str) -> Self {
-        Self {
-            code,
-            body: ErrorBody::Status(status(code, reason, message, None)),
-            retry_after: None,
-        }
-    }
-
-    pub(crate) fn with_details(code: u16, reason: &str, message: &str, details: Value) -> Self {
-        let retry_after = details
-            .get("retryAfterSeconds")
-            .and_then(Value::as_u64)
+    fn from_status(status: Status) -> Self {
+        let retry_after = status
+            .details
+            .as_ref()
+            .and_then(|d| d.retry_after_seconds)
             .and_then(|s| u32::try_from(s).ok())
             .filter(|s| *s > 0);
         Self {
-            code,
-            body: ErrorBody::Status(status(code, reason, message, Some(details))),
+            code: status.code.unwrap_or(500),
+            body: ErrorBody::Status(Box::new(status)),
             retry_after,
         }
+    }
+
+    pub(crate) fn new(code: u16, reason: &str, message: &str) -> Self {
+        Self::from_status(status(code, reason, message, None))
+    }
+
+    pub(crate) fn with_details(
+        code: u16,
+        reason: &str,
+        message: &str,
+        details: StatusDetails,
+    ) -> Self {
+        Self::from_status(status(code, reason, message, Some(details)))
     }
 
     pub(crate) fn text(code: u16, text: &str) -> Self {
@@ -81,36 +94,38 @@ impl ApiError {
             422,
             "Invalid",
             &format!("ListOptions.meta.k8s.io \"\" is invalid: {field}: {message}"),
-            json!({
-                "group": "meta.k8s.io",
-                "kind": "ListOptions",
-                "causes": [{"reason": "FieldValueForbidden", "message": message, "field": field}],
-            }),
+            StatusDetails {
+                group: Some("meta.k8s.io".to_owned()),
+                kind: Some("ListOptions".to_owned()),
+                causes: vec![StatusCause {
+                    reason: Some("FieldValueForbidden".to_owned()),
+                    message: Some(message.to_owned()),
+                    field: Some(field.to_owned()),
+                }],
+                ..StatusDetails::default()
+            },
         )
     }
 
     pub(crate) fn not_found(qualified: &str, name: &str) -> Self {
-        let (kind, group) = split_qualified(qualified);
         Self::with_details(
             404,
             "NotFound",
             &format!("{qualified} \"{name}\" not found"),
-            json!({"name": name, "group": group, "kind": kind}),
+            object_details(qualified, name),
         )
     }
 
     pub(crate) fn already_exists(qualified: &str, name: &str) -> Self {
-        let (kind, group) = split_qualified(qualified);
         Self::with_details(
             409,
             "AlreadyExists",
             &format!("{qualified} \"{name}\" already exists"),
-            json!({"name": name, "group": group, "kind": kind}),
+            object_details(qualified, name),
         )
     }
 
     pub(crate) fn conflict(qualified: &str, name: &str) -> Self {
-        let (kind, group) = split_qualified(qualified);
         Self::with_details(
             409,
             "Conflict",
@@ -118,7 +133,7 @@ impl ApiError {
                 "Operation cannot be fulfilled on {qualified} \"{name}\": the object has been \
                  modified; please apply your changes to the latest version and try again"
             ),
-            json!({"name": name, "group": group, "kind": kind}),
+            object_details(qualified, name),
         )
     }
 
@@ -133,32 +148,16 @@ impl ApiError {
 
     /// 504 `Timeout: Too large resource version: N, current: M`, with `Retry-After: 1`.
     pub(crate) fn too_large(requested: u64, current: u64) -> Self {
-        Self::with_details(
-            504,
-            "Timeout",
-            &format!("Timeout: Too large resource version: {requested}, current: {current}"),
-            too_large_details(),
-        )
+        Self::from_status(Status::too_large_resource_version(requested, current))
     }
 
-    /// The body as JSON, for ERROR events.
-    pub(crate) fn status_value(&self) -> Value {
+    /// The body as a Status, for ERROR events (a text body becomes an `InternalError`).
+    pub(crate) fn status(&self) -> Status {
         match &self.body {
-            ErrorBody::Status(v) => v.clone(),
+            ErrorBody::Status(s) => (**s).clone(),
             ErrorBody::Text(t) => status(self.code, "InternalError", t.trim(), None),
         }
     }
-}
-
-pub(crate) fn too_large_details() -> Value {
-    json!({
-        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
-        "retryAfterSeconds": 1,
-    })
-}
-
-fn split_qualified(qualified: &str) -> (&str, &str) {
-    qualified.split_once('.').unwrap_or((qualified, ""))
 }
 
 /// The 410 message for an expired continue token, with or without a fresh inconsistent token.
@@ -173,13 +172,9 @@ pub(crate) fn continue_expired(new_token: Option<String>) -> ApiError {
                  - objects that were created, modified, or deleted between the time the first \
                  chunk was returned and now may show up in the list."
             );
-            let mut v = status(410, "Expired", &message, None);
-            v["metadata"] = json!({"continue": token});
-            ApiError {
-                code: 410,
-                body: ErrorBody::Status(v),
-                retry_after: None,
-            }
+            let mut s = status(410, "Expired", &message, None);
+            s.metadata.continue_token = Some(token);
+            ApiError::from_status(s)
         }
         None => ApiError::new(410, "Expired", &format!("{base}.")),
     }

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, header};
+use kcache_reflector::Status;
 use kcache_store::DynamicObject;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -15,7 +16,7 @@ use super::body::{Abort, Chunk, ResponseBody};
 use super::faults::FaultKind;
 use super::routes::{Item, ListParams, Target, error_response, parse_rv, wait_for_rv};
 use super::state::{Event, EventType, Shared};
-use super::status::{self, ApiError};
+use super::status::ApiError;
 use super::table;
 
 /// Chunks buffered between a watch task and hyper.
@@ -31,7 +32,7 @@ enum Start {
     /// Replay history after this RV.
     Exact(u64),
     /// 200, one ERROR event with this Status, then the end.
-    Error(Value),
+    Error(Box<Status>),
 }
 
 /// Validates a watch request and starts its stream.
@@ -80,7 +81,7 @@ async fn plan(shared: &Shared, p: &mut ListParams) -> Result<Start, ApiError> {
                 && let Err(current) = wait_for_rv(shared, n).await
             {
                 let e = ApiError::too_large(n, current);
-                return Ok(Start::Error(e.status_value()));
+                return Ok(Start::Error(Box::new(e.status())));
             }
             Ok(Start::State {
                 end_bookmark: p.bookmarks,
@@ -240,7 +241,7 @@ impl Producer {
     }
 
     /// Registers with the state; on a too-old RV, the ERROR Status to send instead.
-    fn register(&self, from: Option<u64>) -> Result<super::state::WatchSetup, Value> {
+    fn register(&self, from: Option<u64>) -> Result<super::state::WatchSetup, Box<Status>> {
         let buffer = self.shared.config.watcher_buffer;
         let result = self
             .shared
@@ -248,16 +249,11 @@ impl Producer {
             .register_watch(&self.target.id, from, buffer);
         match result {
             Ok(Ok(setup)) => Ok(setup),
-            Ok(Err(compacted)) => Err(status::status(
-                410,
-                "Expired",
-                &format!(
-                    "too old resource version: {} ({compacted})",
-                    from.unwrap_or_default()
-                ),
-                None,
-            )),
-            Err(e) => Err(e.status_value()),
+            Ok(Err(compacted)) => Err(Box::new(Status::expired(&format!(
+                "too old resource version: {} ({compacted})",
+                from.unwrap_or_default()
+            )))),
+            Err(e) => Err(Box::new(e.status())),
         }
     }
 
@@ -340,7 +336,7 @@ impl Producer {
         self.send_counted(line).await
     }
 
-    async fn send_line(&mut self, kind: &str, obj: &Value) -> Result<(), Stop> {
+    async fn send_line(&mut self, kind: &str, obj: &impl serde::Serialize) -> Result<(), Stop> {
         self.send_raw(encode_line(kind, obj)).await
     }
 
@@ -419,7 +415,7 @@ impl Producer {
     }
 }
 
-fn encode_line(kind: &str, obj: &Value) -> Bytes {
+fn encode_line(kind: &str, obj: &impl serde::Serialize) -> Bytes {
     let mut out = Vec::with_capacity(128);
     out.extend_from_slice(b"{\"type\":\"");
     out.extend_from_slice(kind.as_bytes());
