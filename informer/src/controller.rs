@@ -83,6 +83,9 @@ pub struct Controller<T: Object> {
     on_synced: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
+/// The most items one pop hands over (queues that cannot batch hand over one).
+const POP_BATCH: usize = 256;
+
 /// How often `run` checks whether the queue has synced while nothing is popped (an empty
 /// initial list syncs without a pop).
 const SYNC_POLL: Duration = Duration::from_millis(100);
@@ -154,7 +157,7 @@ impl<T: Object> Controller<T> {
                 let popped = tokio::select! {
                     biased;
                     () = cancel.cancelled() => break,
-                    r = self.queue.pop(&mut process) => r,
+                    r = self.queue.pop_batch(POP_BATCH, &mut process) => r,
                     // Only while unsynced: an empty initial list syncs without a pop.
                     () = tokio::time::sleep(SYNC_POLL), if !synced => continue,
                 };

@@ -184,8 +184,9 @@ impl<T: Send + Sync + 'static> Listener<T> {
             Sink::Thread => {
                 let mut buf = self.shared.lock();
                 buf.events.push_back(event);
-                // Wake the delivery thread only if it sleeps: a notify is a system call.
-                let wake = buf.waiting;
+                // Wake the delivery thread only if it sleeps, and only once: a notify is a system
+                // call, and the thread takes everything queued by the time it runs.
+                let wake = std::mem::replace(&mut buf.waiting, false);
                 drop(buf);
                 if wake {
                     self.shared.ready.notify_one();

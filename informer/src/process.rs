@@ -22,60 +22,75 @@ use crate::Event;
 ///
 /// # Errors
 ///
-/// A store error aborts the remaining deltas of this pop and is returned.
+/// A store error skips that delta (the next relist corrects the cache); the first one is
+/// returned once the others are applied.
 pub(crate) fn process_deltas<T: Object>(
     indexer: &dyn Indexer<T>,
     deltas: Deltas<T>,
     mut emit: impl FnMut(Event<T>, bool),
 ) -> Result<(), kcache_store::Error> {
     let initial = deltas.is_in_initial_list();
+    let mut first_error = None;
     for delta in deltas {
-        match delta {
-            Delta::Added(obj) | Delta::Updated(obj) | Delta::Replaced(obj) | Delta::Sync(obj) => {
-                if let Some(old) = indexer.get(&obj)? {
-                    indexer.update(Arc::clone(&obj))?;
-                    let sync = is_resync(&*old, &*obj);
-                    emit(Event::Update { old, new: obj }, sync);
-                } else {
-                    indexer.add(Arc::clone(&obj))?;
-                    emit(
-                        Event::Add {
-                            obj,
-                            is_in_initial_list: initial,
-                        },
-                        false,
-                    );
-                }
-            }
-            Delta::Deleted(gone) => {
-                match &gone {
-                    ObjectOrTombstone::Object(obj) => indexer.delete(Arc::clone(obj))?,
-                    ObjectOrTombstone::Tombstone(t) => indexer.delete_by_key(t.key.as_str())?,
-                }
-                emit(Event::Delete(gone), false);
-            }
-            Delta::ReplacedAll {
-                objects,
-                resource_version,
-            } => replace_all(indexer, objects, &resource_version, initial, &mut emit)?,
-            Delta::SyncAll { objects } => {
-                let objects = if objects.is_empty() {
-                    indexer.list()
-                } else {
-                    objects
-                };
-                for o in objects {
-                    emit(
-                        Event::Update {
-                            old: Arc::clone(&o),
-                            new: o,
-                        },
-                        true,
-                    );
-                }
-            }
-            Delta::Bookmark { resource_version } => indexer.bookmark(&resource_version),
+        // A batch holds deltas of many keys: one refused change must not drop the others.
+        if let Err(e) = process_delta(indexer, delta, initial, &mut emit) {
+            first_error.get_or_insert(e);
         }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+fn process_delta<T: Object>(
+    indexer: &dyn Indexer<T>,
+    delta: Delta<T>,
+    initial: bool,
+    emit: &mut impl FnMut(Event<T>, bool),
+) -> Result<(), kcache_store::Error> {
+    match delta {
+        Delta::Added(obj) | Delta::Updated(obj) | Delta::Replaced(obj) | Delta::Sync(obj) => {
+            if let Some(old) = indexer.get(&obj)? {
+                indexer.update(Arc::clone(&obj))?;
+                let sync = is_resync(&*old, &*obj);
+                emit(Event::Update { old, new: obj }, sync);
+            } else {
+                indexer.add(Arc::clone(&obj))?;
+                emit(
+                    Event::Add {
+                        obj,
+                        is_in_initial_list: initial,
+                    },
+                    false,
+                );
+            }
+        }
+        Delta::Deleted(gone) => {
+            match &gone {
+                ObjectOrTombstone::Object(obj) => indexer.delete(Arc::clone(obj))?,
+                ObjectOrTombstone::Tombstone(t) => indexer.delete_by_key(t.key.as_str())?,
+            }
+            emit(Event::Delete(gone), false);
+        }
+        Delta::ReplacedAll {
+            objects,
+            resource_version,
+        } => replace_all(indexer, objects, &resource_version, initial, emit)?,
+        Delta::SyncAll { objects } => {
+            let objects = if objects.is_empty() {
+                indexer.list()
+            } else {
+                objects
+            };
+            for o in objects {
+                emit(
+                    Event::Update {
+                        old: Arc::clone(&o),
+                        new: o,
+                    },
+                    true,
+                );
+            }
+        }
+        Delta::Bookmark { resource_version } => indexer.bookmark(&resource_version),
     }
     Ok(())
 }

@@ -24,7 +24,9 @@ mod queue_model;
 pub mod fake_api_server;
 pub mod workload;
 
-pub use self::fake_api_server::{ApiResource, FakeApiError, FakeApiServer, FakeApiServerBuilder};
+pub use self::fake_api_server::{
+    ApiResource, ClientCertificate, FakeApiError, FakeApiServer, FakeApiServerBuilder,
+};
 pub use self::fake_lister_watcher::{
     FakeHandle, FakeListerWatcher, FakeObject, FakeRequest, WatchListSupport, wait_until,
 };

@@ -1,6 +1,6 @@
 //! Integration tests of kcache-client-http: the lister-watcher against the fake API server over
-//! HTTP and HTTPS, kubeconfig and in-cluster loading on fixture files, credentials, and an
-//! informer built from `Config::infer()`.
+//! HTTP and HTTPS (client certificates included), kubeconfig and in-cluster loading on fixture
+//! files, credentials, and an informer built from `Config::infer()`.
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
 mod auth;
@@ -8,6 +8,7 @@ mod in_cluster;
 mod informer;
 mod kubeconfig;
 mod list_watch;
+mod mtls;
 mod send_sync;
 mod support;
 mod transport;

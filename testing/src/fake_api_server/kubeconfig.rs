@@ -2,21 +2,33 @@
 
 use serde_json::json;
 
+use super::tls::ClientCertificate;
 use super::util::base64_std;
 
 /// A kubeconfig (JSON, which is valid YAML) with one cluster, user and context named
-/// `kcache-fake`. HTTPS configs embed the CA as `certificate-authority-data`.
-pub(crate) fn render(url: &str, ca_pem: Option<&str>, namespace: &str) -> String {
+/// `kcache-fake`. HTTPS configs embed the CA as `certificate-authority-data`; a `client`
+/// certificate goes in as `client-certificate-data` and `client-key-data`.
+pub(crate) fn render(
+    url: &str,
+    ca_pem: Option<&str>,
+    client: Option<&ClientCertificate>,
+    namespace: &str,
+) -> String {
     let mut cluster = json!({"server": url});
     if let Some(ca) = ca_pem {
         cluster["certificate-authority-data"] = json!(base64_std(ca.as_bytes()));
+    }
+    let mut user = json!({"token": "kcache-fake-token"});
+    if let Some(client) = client {
+        user["client-certificate-data"] = json!(base64_std(client.certificate_pem.as_bytes()));
+        user["client-key-data"] = json!(base64_std(client.key_pem.as_bytes()));
     }
     let config = json!({
         "apiVersion": "v1",
         "kind": "Config",
         "current-context": "kcache-fake",
         "clusters": [{"name": "kcache-fake", "cluster": cluster}],
-        "users": [{"name": "kcache-fake", "user": {"token": "kcache-fake-token"}}],
+        "users": [{"name": "kcache-fake", "user": user}],
         "contexts": [{"name": "kcache-fake", "context": {
             "cluster": "kcache-fake", "user": "kcache-fake", "namespace": namespace}}],
         "preferences": {},

@@ -24,8 +24,10 @@
 //! - **Discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>`, and a
 //!   minimal `meta.k8s.io/v1` Table for `Accept: ...;as=Table` so `kubectl get` prints rows.
 //! - **Transport**: HTTP/1.1 and HTTP/2 (ALPN `h2`/`http/1.1` over TLS; h2 prior knowledge on
-//!   plain TCP), a self-signed CA generated at start ([`FakeApiServer::ca_pem`]), and a kubeconfig
-//!   writer. Loopback only; connections, watchers and bodies are bounded.
+//!   plain TCP), a self-signed CA generated at start ([`FakeApiServer::ca_pem`]), optionally
+//!   required client certificates signed by it ([`FakeApiServerBuilder::client_auth`],
+//!   [`FakeApiServer::issue_client_certificate`]), and a kubeconfig writer. Loopback only;
+//!   connections, watchers and bodies are bounded.
 //! - **Faults** ([`Fault`]): HTTP errors with a Status or text body and `Retry-After`, stream drops,
 //!   truncated or corrupt lines, unknown event types, ERROR events, early close, stalls, slow
 //!   streams; plus [`compact`](FakeApiServer::compact),
@@ -34,8 +36,9 @@
 //! # Not supported (api-protocol.md 7.1/7.2), and why
 //!
 //! - Protobuf and CBOR (JSON only; other `Accept` types get 406), gzip responses.
-//! - Authentication and authorization (any token is accepted): no 401/403 flows beyond injecting
-//!   them with [`Fault::status`].
+//! - Authentication and authorization (any token is accepted, and with
+//!   [`client_auth`](FakeApiServerBuilder::client_auth) any certificate of the server's CA, whatever
+//!   its common name): no 401/403 flows beyond injecting them with [`Fault::status`].
 //! - A controllable clock: timers use tokio time (tests may pause it); history retention is by
 //!   count, not age.
 //! - PATCH, collection DELETE, subresources (`/status`), graceful deletion periods.
@@ -89,6 +92,7 @@ use tokio_rustls::TlsAcceptor;
 pub use self::faults::{Fault, FaultKind, Verb};
 pub use self::resource::ApiResource;
 pub use self::state::RequestRecord;
+pub use self::tls::ClientCertificate;
 pub use self::watch::INITIAL_EVENTS_END;
 
 use self::state::{Config, Shared};
@@ -129,6 +133,7 @@ pub struct FakeApiServerBuilder {
     config: Config,
     resources: Vec<ApiResource>,
     tls: bool,
+    client_auth: bool,
     seed: u64,
 }
 
@@ -143,6 +148,7 @@ impl Default for FakeApiServerBuilder {
                 ApiResource::namespaces(),
             ],
             tls: false,
+            client_auth: false,
             seed: 0x6B63_6163_6865,
         }
     }
@@ -160,6 +166,20 @@ impl FakeApiServerBuilder {
     #[must_use]
     pub fn tls(mut self, tls: bool) -> Self {
         self.tls = tls;
+        self
+    }
+
+    /// Require a client certificate signed by the server's CA (mutual TLS, default false), like
+    /// a kube-apiserver with `--client-ca-file` and no anonymous access: a handshake without one,
+    /// or with one of another CA, fails. Needs [`tls(true)`](Self::tls);
+    /// [`start`](Self::start) refuses it on plain HTTP.
+    ///
+    /// Get certificates with [`FakeApiServer::issue_client_certificate`]. The server's
+    /// [`kubeconfig`](FakeApiServer::kubeconfig) then carries one (common name `kcache-fake`) as
+    /// `client-certificate-data`/`client-key-data`, next to its token.
+    #[must_use]
+    pub fn client_auth(mut self, required: bool) -> Self {
+        self.client_auth = required;
         self
     }
 
@@ -243,9 +263,21 @@ impl FakeApiServerBuilder {
     }
 
     /// Binds 127.0.0.1 on a free port and starts serving. Needs a tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// Binding fails, certificates cannot be generated, or
+    /// [`client_auth`](Self::client_auth) is on without [`tls`](Self::tls)
+    /// ([`io::ErrorKind::InvalidInput`]).
     pub async fn start(self) -> io::Result<FakeApiServer> {
+        if self.client_auth && !self.tls {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "fake API server: client_auth(true) needs tls(true)",
+            ));
+        }
         let tls = if self.tls {
-            Some(tls::generate()?)
+            Some(tls::generate(self.client_auth)?)
         } else {
             None
         };
@@ -314,9 +346,32 @@ impl FakeApiServer {
         self.tls.as_ref().map(|t| &t.ca_der)
     }
 
-    /// A kubeconfig (JSON, valid as YAML) for this server, with default namespace `namespace`.
+    /// A client certificate for user `common_name`, signed by the server's CA, so accepted by a
+    /// server built with [`client_auth`](FakeApiServerBuilder::client_auth) (any server's CA
+    /// can sign; only those servers ask for one). A new key each call.
+    ///
+    /// `Ok(None)` for a plain-HTTP server.
+    ///
+    /// # Errors
+    ///
+    /// The key or certificate cannot be generated.
+    pub fn issue_client_certificate(
+        &self,
+        common_name: &str,
+    ) -> io::Result<Option<ClientCertificate>> {
+        self.tls
+            .as_ref()
+            .map(|t| tls::issue(&t.issuer, common_name))
+            .transpose()
+    }
+
+    /// A kubeconfig (JSON, valid as YAML) for this server, with default namespace `namespace`:
+    /// the URL, the CA as `certificate-authority-data` in HTTPS mode, a token, and with
+    /// [`client_auth`](FakeApiServerBuilder::client_auth) a client certificate as
+    /// `client-certificate-data`/`client-key-data` (the same one for every call).
     pub fn kubeconfig(&self, namespace: &str) -> String {
-        kubeconfig::render(&self.url, self.ca_pem(), namespace)
+        let client = self.tls.as_ref().and_then(|t| t.kubeconfig_client.as_ref());
+        kubeconfig::render(&self.url, self.ca_pem(), client, namespace)
     }
 
     /// Writes [`kubeconfig`](Self::kubeconfig) (namespace `default`) to `path`.

@@ -1,5 +1,6 @@
 //! The real kubectl against the fake API server: `get pods -A`, `get pods -w` showing a change,
-//! and `get --raw` with limit/continue.
+//! `get --raw` with limit/continue, and the kubeconfig's client certificate presented to a
+//! server requiring one.
 //!
 //! These tests need `/usr/bin/kubectl` (Debian: `apt install kubernetes-client`). Without it they
 //! print that they did not run and pass, unless `KCACHE_REQUIRE_KUBECTL` is set (CI sets it), in
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use kcache_testing::fake_api_server::{ApiResource, FakeApiServer};
+use kcache_testing::fake_api_server::{ApiResource, FakeApiServer, FakeApiServerBuilder};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
@@ -45,7 +46,11 @@ impl Drop for Env {
 }
 
 async fn env(tls: bool) -> Env {
-    let server = FakeApiServer::builder().tls(tls).start().await.unwrap();
+    env_of(FakeApiServer::builder().tls(tls)).await
+}
+
+async fn env_of(builder: FakeApiServerBuilder) -> Env {
+    let server = builder.start().await.unwrap();
     let kubeconfig = std::env::temp_dir().join(format!(
         "kcache-it-{}-{}.kubeconfig",
         std::process::id(),
@@ -114,6 +119,38 @@ async fn kubectl_get_pods_all_namespaces() {
         let names = run(&env, &["get", "pods", "-n", "alpha", "-o", "name"]).await;
         assert_eq!(names.trim(), "pod/web-1");
     }
+}
+
+#[tokio::test]
+async fn kubectl_presents_the_kubeconfigs_client_certificate() {
+    if !kubectl_available("kubectl_presents_the_kubeconfigs_client_certificate") {
+        return;
+    }
+    let env = env_of(FakeApiServer::builder().tls(true).client_auth(true)).await;
+    env.server
+        .create(&ApiResource::pods(), pod("default", "web-1", "web"))
+        .unwrap();
+    let names = run(&env, &["get", "pods", "-o", "name"]).await;
+    assert_eq!(names.trim(), "pod/web-1");
+
+    // Without the certificate the TLS handshake fails.
+    let mut kc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&env.kubeconfig).unwrap()).unwrap();
+    let user = kc["users"][0]["user"].as_object_mut().unwrap();
+    assert!(user.remove("client-certificate-data").is_some());
+    assert!(user.remove("client-key-data").is_some());
+    std::fs::write(&env.kubeconfig, kc.to_string()).unwrap();
+    let out = tokio::time::timeout(
+        Duration::from_secs(20),
+        kubectl(&env, &["get", "pods", "-o", "name"]).output(),
+    )
+    .await
+    .expect("kubectl within 20 s")
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("kubectl without a client certificate: {stderr}");
+    assert!(!out.status.success());
+    assert!(stderr.contains("certificate"), "{stderr}");
 }
 
 #[tokio::test]
