@@ -1,25 +1,14 @@
 //! Ready-made transforms: drop `metadata.managedFields` before objects enter the cache.
 
-use kcache_store::DynamicObject;
-
-/// Objects whose `metadata.managedFields` can be cleared.
-///
-/// Server-side-apply bookkeeping is often half of an object's size and no controller reads it
-/// from a cache. Implemented for [`DynamicObject`]; a typed object implements it in one line
-/// (`self.metadata.managed_fields = None`).
-pub trait ClearManagedFields {
-    /// Removes `metadata.managedFields`.
-    fn clear_managed_fields(&mut self);
-}
-
-impl ClearManagedFields for DynamicObject {
-    fn clear_managed_fields(&mut self) {
-        self.metadata.other.remove("managedFields");
-    }
-}
+pub use kcache_store::ClearManagedFields;
 
 /// A transform for [`set_transform`](crate::SharedIndexInformer::set_transform) that drops
-/// `metadata.managedFields`. Idempotent, as transforms must be.
+/// `metadata.managedFields`. Idempotent, as transforms must be. Works for
+/// [`DynamicObject`](kcache_store::DynamicObject) and, with `kcache-store`'s `k8s-openapi`
+/// feature, for every k8s-openapi type.
+///
+/// To avoid building managedFields at all, `kcache-client-http` can skip them while parsing
+/// (`skip_managed_fields(true)`); this transform is for other `ListerWatcher`s.
 ///
 /// ```
 /// use kcache_informer::strip_managed_fields;

@@ -51,6 +51,7 @@ mod indexer;
 mod k8s_openapi;
 mod key;
 mod lister;
+mod managed_fields;
 mod meta;
 mod object;
 mod selector;
@@ -67,6 +68,7 @@ pub use self::key::{
     KeyFunc, ObjectKey, default_key_func, meta_namespace_key, split_meta_namespace_key,
 };
 pub use self::lister::{Lister, NamespaceLister};
+pub use self::managed_fields::ClearManagedFields;
 pub use self::meta::ObjectMeta;
 pub use self::object::Object;
 pub use self::selector::{Operator, Requirement, Selector};

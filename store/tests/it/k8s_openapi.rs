@@ -50,3 +50,20 @@ fn typed_cache_with_listers() {
     assert!(lister.namespace("other").get("db-1").is_none());
     assert!(Cache::<Pod>::new().add(Arc::new(Pod::default())).is_err());
 }
+
+#[test]
+fn typed_objects_clear_their_managed_fields() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+    use kcache_store::ClearManagedFields;
+    let mut p = Pod {
+        metadata: ObjectMeta {
+            name: Some("a".into()),
+            managed_fields: Some(vec![ManagedFieldsEntry::default()]),
+            ..ObjectMeta::default()
+        },
+        ..Pod::default()
+    };
+    p.clear_managed_fields();
+    assert!(p.metadata.managed_fields.is_none());
+    assert_eq!(p.name(), Some("a"));
+}
