@@ -14,6 +14,9 @@ use tokio::time::Instant;
 use crate::handler::dispatch;
 use crate::{Event, ResourceEventHandler};
 
+/// Pending events at which a slow handler is first reported (client-go traces at 1024 too).
+const BEHIND_WARNING: usize = 1024;
+
 /// The buffer of a thread-delivered listener.
 struct Buffer<T> {
     events: VecDeque<Event<T>>,
@@ -174,7 +177,16 @@ impl<T: Send + Sync + 'static> Listener<T> {
             return;
         }
         let initial = event.is_initial();
-        self.shared.depth.fetch_add(1, Ordering::AcqRel);
+        let depth = self.shared.depth.fetch_add(1, Ordering::AcqRel) + 1;
+        // The buffer is unbounded so that nobody blocks; say so when a handler falls far behind
+        // (at 1024 pending events, then at every doubling).
+        if depth >= BEHIND_WARNING && depth.is_power_of_two() {
+            tracing::warn!(
+                handler = self.id,
+                pending = depth,
+                "an event handler is falling behind; its buffer keeps growing"
+            );
+        }
         if initial {
             self.shared
                 .outstanding_initial

@@ -72,7 +72,8 @@ struct Inner<T: Object> {
 ///   current cache as adds with `is_in_initial_list` set. Each runs on its own thread with an
 ///   unbounded buffer ([`Registration::buffer_depth`] shows how far behind it is), so a slow or
 ///   panicking handler delays neither the others nor the reflector. The price of never blocking
-///   is memory: a handler that stops consuming grows its buffer.
+///   is memory: a handler that stops consuming grows its buffer (a warning is logged at 1024
+///   pending events and at every doubling after that).
 /// - [`subscribe`](Self::subscribe) gives the same events as a `Stream`.
 /// - Resync periods per handler follow client-go: at least one second, at least the informer's
 ///   check period, and never when the informer was built with a resync period of zero.
