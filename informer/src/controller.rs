@@ -133,42 +133,53 @@ impl<T: Object> Controller<T> {
     /// Runs the reflector and the process loop until `cancel` fires; then closes the queue.
     ///
     /// A process error is logged and the item dropped (client-go 1.33+), unless the process
-    /// function asked for a requeue.
+    /// function asked for a requeue. This is [`run_reflector`](Self::run_reflector) and
+    /// [`run_processor`](Self::run_processor) joined on one task.
     ///
     /// # Cancel safety
     ///
     /// Dropping the future loses no queued item: popping is cancel-safe.
     pub async fn run(&self, cancel: CancellationToken) {
-        let reflect = async {
-            self.reflector.run(cancel.clone()).await;
-            self.queue.close();
-        };
-        let process = async {
-            let mut synced = false;
-            let f = &*self.process;
-            let mut process = |deltas| f(deltas);
-            loop {
-                if !synced && self.queue.has_synced() {
-                    synced = true;
-                    if let Some(f) = &self.on_synced {
-                        f();
-                    }
-                }
-                let popped = tokio::select! {
-                    biased;
-                    () = cancel.cancelled() => break,
-                    r = self.queue.pop_batch(POP_BATCH, &mut process) => r,
-                    // Only while unsynced: an empty initial list syncs without a pop.
-                    () = tokio::time::sleep(SYNC_POLL), if !synced => continue,
-                };
-                match popped {
-                    Err(e) if e.is_closed() => break,
-                    Err(e) => tracing::warn!(error = %e, "processing a popped item failed"),
-                    Ok(()) => {}
+        tokio::join!(
+            self.run_reflector(cancel.clone()),
+            self.run_processor(cancel)
+        );
+    }
+
+    /// The producing half of [`run`](Self::run): lists, watches and decodes into the queue until
+    /// `cancel` fires, then closes the queue. Spawn it apart from
+    /// [`run_processor`](Self::run_processor) to decode and process on two cores.
+    pub async fn run_reflector(&self, cancel: CancellationToken) {
+        self.reflector.run(cancel).await;
+        self.queue.close();
+    }
+
+    /// The consuming half of [`run`](Self::run): pops the queue into the process function until
+    /// `cancel` fires or the queue is closed and drained.
+    pub async fn run_processor(&self, cancel: CancellationToken) {
+        let mut synced = false;
+        let f = &*self.process;
+        let mut process = |deltas| f(deltas);
+        loop {
+            if !synced && self.queue.has_synced() {
+                synced = true;
+                if let Some(f) = &self.on_synced {
+                    f();
                 }
             }
-        };
-        tokio::join!(reflect, process);
+            let popped = tokio::select! {
+                biased;
+                () = cancel.cancelled() => break,
+                r = self.queue.pop_batch(POP_BATCH, &mut process) => r,
+                // Only while unsynced: an empty initial list syncs without a pop.
+                () = tokio::time::sleep(SYNC_POLL), if !synced => continue,
+            };
+            match popped {
+                Err(e) if e.is_closed() => break,
+                Err(e) => tracing::warn!(error = %e, "processing a popped item failed"),
+                Ok(()) => {}
+            }
+        }
     }
 }
 

@@ -100,7 +100,9 @@ pub use self::factory::InformerFactory;
 pub use self::handler::{FilteringHandler, HandlerFuncs, ResourceEventHandler};
 pub use self::read_only::ReadOnlyIndexer;
 pub use self::registration::Registration;
-pub use self::shared_informer::{QueueKind, SharedIndexInformer, TransformFn, WatchErrorHandler};
+pub use self::shared_informer::{
+    QueueKind, RunPart, SharedIndexInformer, TransformFn, WatchErrorHandler,
+};
 pub use self::stream::EventStream;
 pub use self::transform::{ClearManagedFields, strip_managed_fields};
 pub use self::wait::wait_for_cache_sync;

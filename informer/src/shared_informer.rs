@@ -397,6 +397,60 @@ impl<T: Object> SharedIndexInformer<T> {
     /// Dropping the future stops the informer as cancelling does, except that handler threads
     /// are left to finish their current event on their own.
     pub async fn run(&self, cancel: CancellationToken) -> Result<()> {
+        let (reflect, process) = self.run_parts(cancel)?;
+        tokio::join!(reflect, process);
+        Ok(())
+    }
+
+    /// [`run`](Self::run) as two futures, to poll on two tasks so that listing, watching and
+    /// decoding (the first) run beside cache updates and dispatch (the second) on another core:
+    ///
+    /// ```
+    /// # use std::{sync::Arc, time::Duration};
+    /// # use kcache_informer::SharedIndexInformer;
+    /// # use kcache_store::DynamicObject;
+    /// # use tokio_util::sync::CancellationToken;
+    /// # #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let informer = SharedIndexInformer::<DynamicObject>::new(
+    /// #     Arc::new(kcache_testing::FakeListerWatcher::new()), Duration::ZERO);
+    /// let cancel = CancellationToken::new();
+    /// let (reflect, process) = informer.run_parts(cancel.clone())?;
+    /// let (reflect, process) = (tokio::spawn(reflect), tokio::spawn(process));
+    /// cancel.cancel();
+    /// reflect.await?;
+    /// process.await?; // the informer has stopped once this one is done
+    /// assert!(informer.is_stopped());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// The informer stops (handlers shut down) when the second future ends.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyStarted`] on a second call (of either method).
+    pub fn run_parts(&self, cancel: CancellationToken) -> Result<(RunPart, RunPart)> {
+        let controller = self.start()?;
+        let reflect = {
+            let (controller, cancel) = (Arc::clone(&controller), cancel.clone());
+            Box::pin(async move { controller.run_reflector(cancel).await }) as RunPart
+        };
+        let inner = Arc::clone(&self.inner);
+        let process = Box::pin(async move {
+            controller.run_processor(cancel).await;
+            inner
+                .settings
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .stopped = true;
+            inner.processor.shutdown();
+        }) as RunPart;
+        Ok((reflect, process))
+    }
+
+    /// Marks the informer started and builds its queue and controller.
+    fn start(&self) -> Result<Arc<Controller<T>>> {
         let controller = {
             let mut s = self.settings();
             if s.started {
@@ -447,14 +501,12 @@ impl<T: Object> SharedIndexInformer<T> {
             }
             controller
         };
-
-        controller.run(cancel).await;
-
-        self.settings().stopped = true;
-        self.inner.processor.shutdown();
-        Ok(())
+        Ok(controller)
     }
 }
+
+/// One half of a running informer, from [`SharedIndexInformer::run_parts`].
+pub type RunPart = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>>;
 
 impl<T: Object> Inner<T> {
     /// client-go's `HandleDeltas`: update the cache, fan the events out.

@@ -328,3 +328,30 @@ async fn factory_shares_one_informer_per_resource() {
     cancel.cancel();
     run.await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_parts_on_two_tasks_behave_like_run() {
+    let (fake, inf) = informer(Duration::ZERO);
+    fake.add(pod("ns", "a"));
+    let rec = Recorder::default();
+    let reg = inf.add_event_handler(rec.clone()).unwrap();
+    let cancel = CancellationToken::new();
+    let (reflect, process) = inf.run_parts(cancel.clone()).unwrap();
+    let (reflect, process) = (tokio::spawn(reflect), tokio::spawn(process));
+    assert!(matches!(
+        inf.run_parts(cancel.clone()),
+        Err(Error::AlreadyStarted)
+    ));
+    assert!(wait_for_cache_sync(&cancel, &[&|| reg.has_synced()]).await);
+    for i in 0..100 {
+        fake.add(pod("ns", &format!("p{i}")));
+    }
+    fake.delete(&pod("ns", "a"));
+    rec.wait("every event", |l| l.len() == 102).await;
+    assert_eq!(cache_state(&inf), fake_state(&fake));
+    cancel.cancel();
+    reflect.await.unwrap();
+    process.await.unwrap();
+    assert!(inf.is_stopped());
+    assert!(reg.is_closed());
+}

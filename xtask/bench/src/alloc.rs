@@ -2,11 +2,11 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 
+#[cfg(feature = "mimalloc")]
+use mimalloc::MiMalloc as Inner;
 /// The allocator underneath the counters: the system's, or mimalloc with `--features mimalloc`.
 #[cfg(not(feature = "mimalloc"))]
 use std::alloc::System as Inner;
-#[cfg(feature = "mimalloc")]
-use mimalloc::MiMalloc as Inner;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
 /// Wraps the allocator and counts live bytes.

@@ -29,7 +29,11 @@ pub struct Figures {
 /// Which client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Which {
-    Kcache { skip_managed_fields: bool },
+    /// kcache; `two_tasks` polls the informer's two halves on two tasks (`run_parts`).
+    Kcache {
+        skip_managed_fields: bool,
+        two_tasks: bool,
+    },
     KubeRs,
 }
 
@@ -38,10 +42,20 @@ impl Which {
         match self {
             Which::Kcache {
                 skip_managed_fields: false,
+                two_tasks: false,
             } => "kcache",
             Which::Kcache {
                 skip_managed_fields: true,
+                two_tasks: false,
             } => "kcache, managedFields skipped",
+            Which::Kcache {
+                skip_managed_fields: false,
+                two_tasks: true,
+            } => "kcache, two tasks",
+            Which::Kcache {
+                skip_managed_fields: true,
+                two_tasks: true,
+            } => "kcache, skipped, two tasks",
             Which::KubeRs => "kube-rs",
         }
     }
@@ -77,6 +91,7 @@ pub async fn run(
     ) = match which {
         Which::Kcache {
             skip_managed_fields,
+            two_tasks,
         } => {
             let client = Client::new(Config::new(server.url.parse()?))?;
             let lw = HttpListerWatcher::<Pod>::typed(client)
@@ -90,11 +105,20 @@ pub async fn run(
                     count.fetch_add(1, Ordering::Relaxed);
                 },
             ))?;
-            let runner = informer.clone();
-            let stop = cancel.clone();
-            let task = tokio::spawn(async move {
-                let _ = runner.run(stop).await;
-            });
+            let task = if two_tasks {
+                let (reflect, process) = informer.run_parts(cancel.clone())?;
+                let reflect = tokio::spawn(reflect);
+                tokio::spawn(async move {
+                    process.await;
+                    let _ = reflect.await;
+                })
+            } else {
+                let runner = informer.clone();
+                let stop = cancel.clone();
+                tokio::spawn(async move {
+                    let _ = runner.run(stop).await;
+                })
+            };
             let synced = informer.clone();
             wait_for("kcache sync", Duration::from_secs(600), move || {
                 synced.has_synced()

@@ -95,9 +95,15 @@ async fn bench(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         Which::KubeRs,
         Which::Kcache {
             skip_managed_fields: false,
+            two_tasks: false,
         },
         Which::Kcache {
             skip_managed_fields: true,
+            two_tasks: false,
+        },
+        Which::Kcache {
+            skip_managed_fields: true,
+            two_tasks: true,
         },
     ] {
         eprintln!(
