@@ -7,7 +7,7 @@ use std::time::Duration;
 use kcache_store::DynamicObject;
 use serde_json::{Value, json};
 
-use crate::fake_api_server::util::{SplitMix64, rfc3339};
+use crate::fake_api_server::util::{rfc3339, suffix, uuid};
 use crate::fake_api_server::{ApiResource, FakeApiServer};
 
 const APPS: [&str; 8] = [
@@ -30,7 +30,7 @@ const IMAGES: [&str; 4] = [
 /// A seeded source of realistic pods: same seed, same pods.
 #[derive(Debug, Clone)]
 pub struct PodGenerator {
-    rng: SplitMix64,
+    rng: fastrand::Rng,
     namespaces: usize,
     next: u64,
 }
@@ -39,24 +39,24 @@ impl PodGenerator {
     /// Pods spread over `namespaces` namespaces named `ns-0`, `ns-1`, ... (at least one).
     pub fn new(seed: u64, namespaces: usize) -> Self {
         Self {
-            rng: SplitMix64::new(seed),
+            rng: fastrand::Rng::with_seed(seed),
             namespaces: namespaces.max(1),
             next: 0,
         }
     }
 
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        let i = usize::try_from(self.rng.next_u64() % items.len() as u64).unwrap_or(0);
+        let i = usize::try_from(self.rng.u64(..) % items.len() as u64).unwrap_or(0);
         items[i]
     }
 
     /// The next pod, named `<app>-<hash>-<suffix>` in one of the namespaces.
     pub fn next_pod(&mut self) -> DynamicObject {
-        let ns_index = self.rng.next_u64() % self.namespaces as u64;
+        let ns_index = self.rng.u64(..) % self.namespaces as u64;
         let namespace = format!("ns-{ns_index}");
         let app = self.pick(&APPS);
-        let hash = format!("{:08x}", self.rng.next_u64() & 0xFFFF_FFFF);
-        let name = format!("{app}-{hash}-{}{}", self.rng.suffix(), self.next);
+        let hash = format!("{:08x}", self.rng.u64(..) & 0xFFFF_FFFF);
+        let name = format!("{app}-{hash}-{}{}", suffix(&mut self.rng), self.next);
         self.next += 1;
         pod(&mut self.rng, &namespace, &name, app)
     }
@@ -66,7 +66,7 @@ impl PodGenerator {
     pub fn mutate(&mut self, pod: &DynamicObject) -> DynamicObject {
         let mut pod = pod.clone();
         pod.metadata.resource_version = None;
-        let n = self.rng.next_u64();
+        let n = self.rng.u64(..);
         let annotations = pod.metadata.annotations.get_or_insert_with(BTreeMap::new);
         annotations.insert(
             "kcache.example.com/revision".into(),
@@ -112,10 +112,10 @@ fn managed_field(manager: &str, operation: &str, time: &str, fields: &Value) -> 
     })
 }
 
-fn container(rng: &mut SplitMix64, name: &str, image: &str, port: u64) -> Value {
+fn container(rng: &mut fastrand::Rng, name: &str, image: &str, port: u64) -> Value {
     json!({
         "name": name,
-        "image": format!("{image}:v1.{}.{}", rng.next_u64() % 30, rng.next_u64() % 10),
+        "image": format!("{image}:v1.{}.{}", rng.u64(..) % 30, rng.u64(..) % 10),
         "imagePullPolicy": "IfNotPresent",
         "args": ["--port", port.to_string(), "--log-level=info"],
         "ports": [{"name": "http", "containerPort": port, "protocol": "TCP"}],
@@ -143,29 +143,29 @@ fn container(rng: &mut SplitMix64, name: &str, image: &str, port: u64) -> Value 
     })
 }
 
-fn container_status(rng: &mut SplitMix64, name: &str, image: &str, started: &str) -> Value {
+fn container_status(rng: &mut fastrand::Rng, name: &str, image: &str, started: &str) -> Value {
     json!({
         "name": name,
         "state": {"running": {"startedAt": started}},
         "lastState": {},
         "ready": true,
-        "restartCount": rng.next_u64() % 3,
+        "restartCount": rng.u64(..) % 3,
         "image": image,
         "imageID": format!("{image}@sha256:{:016x}{:016x}{:016x}{:016x}",
-            rng.next_u64(), rng.next_u64(), rng.next_u64(), rng.next_u64()),
+            rng.u64(..), rng.u64(..), rng.u64(..), rng.u64(..)),
         "containerID": format!("containerd://{:016x}{:016x}{:016x}{:016x}",
-            rng.next_u64(), rng.next_u64(), rng.next_u64(), rng.next_u64()),
+            rng.u64(..), rng.u64(..), rng.u64(..), rng.u64(..)),
         "started": true,
     })
 }
 
 /// One realistic pod: labels, an owner `ReplicaSet`, `managedFields`, two containers, status with
 /// conditions and container statuses. About 5 KB of JSON.
-fn pod(rng: &mut SplitMix64, namespace: &str, name: &str, app: &str) -> DynamicObject {
-    let created = rfc3339(1_750_000_000 + rng.next_u64() % 1_000_000);
-    let node = format!("node-{}", rng.next_u64() % 50);
+fn pod(rng: &mut fastrand::Rng, namespace: &str, name: &str, app: &str) -> DynamicObject {
+    let created = rfc3339(1_750_000_000 + rng.u64(..) % 1_000_000);
+    let node = format!("node-{}", rng.u64(..) % 50);
     let hash = name.rsplit('-').nth(1).unwrap_or("0").to_owned();
-    let image = IMAGES[usize::try_from(rng.next_u64() % 4).unwrap_or(0)];
+    let image = IMAGES[usize::try_from(rng.u64(..) % 4).unwrap_or(0)];
     let containers = vec![
         container(rng, app, image, 8080),
         container(rng, "sidecar", "registry.example.com/infra/envoy", 15001),
@@ -174,12 +174,12 @@ fn pod(rng: &mut SplitMix64, namespace: &str, name: &str, app: &str) -> DynamicO
         container_status(rng, app, image, &created),
         container_status(rng, "sidecar", "registry.example.com/infra/envoy", &created),
     ];
-    let owner_uid = rng.uuid();
+    let owner_uid = uuid(rng);
     let pod_ip = format!(
         "10.{}.{}.{}",
-        rng.next_u64() % 256,
-        rng.next_u64() % 256,
-        rng.next_u64() % 254 + 1
+        rng.u64(..) % 256,
+        rng.u64(..) % 256,
+        rng.u64(..) % 254 + 1
     );
     let value = json!({
         "apiVersion": "v1",
@@ -191,7 +191,7 @@ fn pod(rng: &mut SplitMix64, namespace: &str, name: &str, app: &str) -> DynamicO
             "labels": {
                 "app": app,
                 "pod-template-hash": hash,
-                "tier": if rng.next_u64().is_multiple_of(2) { "frontend" } else { "backend" },
+                "tier": if rng.u64(..).is_multiple_of(2) { "frontend" } else { "backend" },
                 "app.kubernetes.io/managed-by": "kcache-workload",
             },
             "annotations": {
@@ -253,7 +253,7 @@ fn pod(rng: &mut SplitMix64, namespace: &str, name: &str, app: &str) -> DynamicO
                 {"type": "ContainersReady", "status": "True", "lastProbeTime": null, "lastTransitionTime": created},
                 {"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": created},
             ],
-            "hostIP": format!("192.168.{}.{}", rng.next_u64() % 256, rng.next_u64() % 254 + 1),
+            "hostIP": format!("192.168.{}.{}", rng.u64(..) % 256, rng.u64(..) % 254 + 1),
             "podIP": pod_ip,
             "podIPs": [{"ip": pod_ip}],
             "startTime": created,
@@ -314,7 +314,7 @@ impl Churn {
     pub async fn run(&self, server: &FakeApiServer) -> ChurnStats {
         let pods = ApiResource::pods();
         let mut generator = PodGenerator::new(self.seed, self.namespaces);
-        let mut rng = SplitMix64::new(self.seed ^ 0xC0FF_EE00);
+        let mut rng = fastrand::Rng::with_seed(self.seed ^ 0xC0FF_EE00);
         let mut stats = ChurnStats::default();
         let (wa, wu, wd) = self.weights;
         let total = u64::from(wa) + u64::from(wu) + u64::from(wd);
@@ -333,8 +333,8 @@ impl Churn {
             })
             .collect();
         for _ in 0..self.operations {
-            let roll = rng.next_u64() % total.max(1);
-            let pick = usize::try_from(rng.next_u64() % existing.len().max(1) as u64).unwrap_or(0);
+            let roll = rng.u64(..) % total.max(1);
+            let pick = usize::try_from(rng.u64(..) % existing.len().max(1) as u64).unwrap_or(0);
             if roll < u64::from(wa) || existing.is_empty() {
                 if let Ok(p) = server.create(&pods, generator.next_pod()) {
                     existing.push((

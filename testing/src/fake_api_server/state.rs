@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::faults::{Fault, FaultKind, Verb};
 use super::resource::{ApiResource, ResourceId};
 use super::status::ApiError;
-use super::util::{SplitMix64, now_secs, rfc3339};
+use super::util::{now_secs, rfc3339, suffix, uuid};
 
 /// Tunables fixed at start (see [`FakeApiServerBuilder`](super::FakeApiServerBuilder)).
 #[derive(Debug, Clone)]
@@ -139,7 +139,7 @@ pub(crate) struct State {
     pub(crate) token_floor: u64,
     /// Serve `resourceVersion=0` reads from this older RV (HA time travel).
     pub(crate) stale_rv0: Option<u64>,
-    pub(crate) rng: SplitMix64,
+    pub(crate) rng: fastrand::Rng,
     pub(crate) log: VecDeque<RequestRecord>,
     history_limit: usize,
 }
@@ -164,7 +164,7 @@ impl Shared {
             faults: Vec::new(),
             token_floor: 0,
             stale_rv0: None,
-            rng: SplitMix64::new(seed),
+            rng: fastrand::Rng::with_seed(seed),
             log: VecDeque::new(),
             history_limit: config.history_limit.max(1),
         };
@@ -346,7 +346,7 @@ impl State {
                     ),
                 ));
             };
-            obj.metadata.name = Some(format!("{prefix}{}", self.rng.suffix()));
+            obj.metadata.name = Some(format!("{prefix}{}", suffix(&mut self.rng)));
         }
         let name = obj.metadata.name.clone().unwrap_or_default();
         let key = key_of(namespace.as_deref(), &name);
@@ -355,7 +355,7 @@ impl State {
         }
         obj.api_version = Some(resource.api_version());
         obj.kind = Some(resource.kind.clone());
-        obj.metadata.uid = Some(self.rng.uuid());
+        obj.metadata.uid = Some(uuid(&mut self.rng));
         obj.metadata.creation_timestamp = Some(rfc3339(now_secs()));
         obj.metadata.generation = Some(1);
         obj.metadata.deletion_timestamp = None;

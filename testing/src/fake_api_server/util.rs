@@ -157,49 +157,28 @@ pub(crate) fn human_age(secs: u64) -> String {
     }
 }
 
-/// `SplitMix64`: a tiny deterministic PRNG, good enough for names, uids and workloads.
-#[derive(Debug, Clone)]
-pub(crate) struct SplitMix64(u64);
+/// A `UUIDv4` string from `rng`.
+pub(crate) fn uuid(rng: &mut fastrand::Rng) -> String {
+    let a = rng.u64(..);
+    let b = rng.u64(..);
+    let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
+    let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xFFFF,
+        a & 0xFFFF,
+        b >> 48,
+        b & 0xFFFF_FFFF_FFFF
+    )
+}
 
-impl SplitMix64 {
-    pub(crate) fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    pub(crate) fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A `UUIDv4` string.
-    pub(crate) fn uuid(&mut self) -> String {
-        let a = self.next_u64();
-        let b = self.next_u64();
-        let a = (a & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
-        let b = (b & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
-        format!(
-            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-            a >> 32,
-            (a >> 16) & 0xFFFF,
-            a & 0xFFFF,
-            b >> 48,
-            b & 0xFFFF_FFFF_FFFF
-        )
-    }
-
-    /// Five lowercase alphanumerics, like `generateName` suffixes.
-    pub(crate) fn suffix(&mut self) -> String {
-        const CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-        (0..5)
-            .map(|_| {
-                let i = usize::try_from(self.next_u64() % CHARS.len() as u64).unwrap_or(0);
-                char::from(CHARS[i])
-            })
-            .collect()
-    }
+/// Five lowercase alphanumerics from `rng`, like `generateName` suffixes.
+pub(crate) fn suffix(rng: &mut fastrand::Rng) -> String {
+    const CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    (0..5)
+        .map(|_| char::from(CHARS[rng.usize(..CHARS.len())]))
+        .collect()
 }
 
 #[cfg(test)]
