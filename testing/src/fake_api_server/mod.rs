@@ -484,6 +484,26 @@ impl FakeApiServer {
         self.shared.lock().compact(rv);
     }
 
+    /// Pauses the delivery of live events on every open watch (and on watches opened later,
+    /// once their initial events and history replay are out). Writes go on as usual and queue
+    /// up in each watch's buffer ([`watcher_buffer`](FakeApiServerBuilder::watcher_buffer)); a
+    /// watch whose buffer fills is dropped, as when a client is too slow. No bookmark is sent
+    /// while paused. Each write made while paused encodes its event at once (as the API
+    /// server's watch cache does), so the burst after [`resume_watches`](Self::resume_watches)
+    /// is paced by the clients alone: benchmarks use this to time how fast a client takes in
+    /// events without the writes' cost.
+    pub fn pause_watches(&self) {
+        self.shared.lock().paused = true;
+        self.shared.paused_tx.send_replace(true);
+    }
+
+    /// Resumes the delivery paused by [`pause_watches`](Self::pause_watches): every open watch
+    /// sends what queued up, in order, then goes on live.
+    pub fn resume_watches(&self) {
+        self.shared.lock().paused = false;
+        self.shared.paused_tx.send_replace(false);
+    }
+
     /// Every open watch with bookmarks enabled sends one now (after its pending events).
     pub fn send_bookmark(&self) {
         self.shared.bookmark_tx.send_modify(|n| *n += 1);

@@ -142,6 +142,8 @@ pub(crate) struct State {
     pub(crate) rng: fastrand::Rng,
     pub(crate) log: VecDeque<RequestRecord>,
     history_limit: usize,
+    /// Watch delivery is paused: writes encode their events at once.
+    pub(crate) paused: bool,
 }
 
 /// What the server tasks share.
@@ -153,6 +155,8 @@ pub(crate) struct Shared {
     pub(crate) rv_tx: watch::Sender<u64>,
     /// Bumped by `send_bookmark()`: every bookmark-enabled watch sends one.
     pub(crate) bookmark_tx: watch::Sender<u64>,
+    /// `true` while watch delivery is paused (`pause_watches()`).
+    pub(crate) paused_tx: watch::Sender<bool>,
     pub(crate) cancel: CancellationToken,
 }
 
@@ -167,6 +171,7 @@ impl Shared {
             rng: fastrand::Rng::with_seed(seed),
             log: VecDeque::new(),
             history_limit: config.history_limit.max(1),
+            paused: false,
         };
         for r in resources {
             state.register(r);
@@ -176,6 +181,7 @@ impl Shared {
             config,
             rv_tx: watch::Sender::new(1),
             bookmark_tx: watch::Sender::new(0),
+            paused_tx: watch::Sender::new(false),
             cancel: CancellationToken::new(),
         }
     }
@@ -295,6 +301,9 @@ impl State {
             if let Some(old) = rs.history.pop_front() {
                 rs.compacted_rv = old.rv;
             }
+        }
+        if self.paused && !rs.watchers.is_empty() {
+            event.encoded_line();
         }
         rs.watchers.retain(|tx| tx.try_send(event.clone()).is_ok());
     }

@@ -210,6 +210,8 @@ impl Producer {
         .then(|| self.deadline - Duration::from_secs(2));
         let mut bookmark_rx = self.shared.bookmark_tx.subscribe();
         bookmark_rx.mark_unchanged();
+        let mut paused_rx = self.shared.paused_tx.subscribe();
+        let mut paused = *paused_rx.borrow_and_update();
         let cancel = self.shared.cancel.clone();
         loop {
             let bookmark_at = pre_deadline.map_or(next_bookmark, |d| d.min(next_bookmark));
@@ -218,7 +220,13 @@ impl Producer {
                 () = cancel.cancelled() => return Ok(()),
                 () = self.tx.closed() => return Ok(()),
                 () = tokio::time::sleep_until(self.deadline) => return Ok(()),
-                () = tokio::time::sleep_until(bookmark_at), if bookmarks => {
+                changed = paused_rx.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    paused = *paused_rx.borrow_and_update();
+                }
+                () = tokio::time::sleep_until(bookmark_at), if bookmarks && !paused => {
                     if pre_deadline.is_some_and(|d| d <= Instant::now()) {
                         pre_deadline = None;
                     } else {
@@ -226,12 +234,12 @@ impl Producer {
                     }
                     self.periodic_bookmark(&mut rx).await?;
                 }
-                changed = bookmark_rx.changed(), if bookmarks => {
+                changed = bookmark_rx.changed(), if bookmarks && !paused => {
                     if changed.is_ok() {
                         self.periodic_bookmark(&mut rx).await?;
                     }
                 }
-                event = rx.recv() => match event {
+                event = rx.recv(), if !paused => match event {
                     Some(event) => self.deliver(&event).await?,
                     // Dropped as too slow: end cleanly, the client resumes from its last RV.
                     None => return Ok(()),
@@ -296,10 +304,7 @@ impl Producer {
         }
         self.last_rv = event.rv;
         if self.unfiltered && !self.table {
-            let line = event
-                .line
-                .get_or_init(|| encode_obj_line(event.kind.as_str(), &event.obj));
-            return self.send_counted(line.clone()).await;
+            return self.send_counted(event.encoded_line()).await;
         }
         let new_matches = self.p.matches(&self.target, &event.obj);
         let old_matches = event
@@ -423,6 +428,15 @@ fn encode_line(kind: &str, obj: &impl serde::Serialize) -> Bytes {
     let _ = serde_json::to_writer(&mut out, obj);
     out.extend_from_slice(b"}\n");
     Bytes::from(out)
+}
+
+impl Event {
+    /// The event's line for unfiltered watchers, encoded on first use and shared after.
+    pub(crate) fn encoded_line(&self) -> Bytes {
+        self.line
+            .get_or_init(|| encode_obj_line(self.kind.as_str(), &self.obj))
+            .clone()
+    }
 }
 
 fn encode_obj_line(kind: &str, obj: &DynamicObject) -> Bytes {

@@ -534,6 +534,55 @@ async fn bookmarks_are_periodic_on_demand_and_never_behind() {
 }
 
 #[tokio::test]
+async fn paused_watches_queue_events_and_resume_in_order() {
+    let server = FakeApiServer::start().await.unwrap();
+    let pods = ApiResource::pods();
+    let from = server.resource_version();
+    let client = Client::new(&server);
+    let mut watch = client
+        .watch(&format!(
+            "/api/v1/pods?watch=1&resourceVersion={from}&allowWatchBookmarks=1"
+        ))
+        .await;
+    server.create(&pods, pod("ns", "a", "web")).unwrap();
+    assert_eq!(summary(&watch.next().await).1, "a");
+    server.pause_watches();
+    for name in ["b", "c", "d"] {
+        server.create(&pods, pod("ns", name, "web")).unwrap();
+    }
+    server.send_bookmark();
+    assert_eq!(
+        watch.next_line(SHORT).await.unwrap_err(),
+        End::Timeout,
+        "nothing, not even a bookmark, while paused"
+    );
+    // A watch opened while paused still gets its replay, then waits too.
+    let mut late = client
+        .watch(&format!("/api/v1/pods?watch=1&resourceVersion={from}"))
+        .await;
+    for name in ["a", "b", "c", "d"] {
+        assert_eq!(summary(&late.next().await).1, name);
+    }
+    server.create(&pods, pod("ns", "e", "web")).unwrap();
+    assert_eq!(late.next_line(SHORT).await.unwrap_err(), End::Timeout);
+    server.resume_watches();
+    for (i, name) in ["b", "c", "d", "e"].into_iter().enumerate() {
+        let event = watch.next().await;
+        assert_eq!(
+            summary(&event),
+            (
+                "ADDED".into(),
+                name.into(),
+                (from + 2 + i as u64).to_string()
+            )
+        );
+    }
+    assert_eq!(summary(&late.next().await).1, "e");
+    server.send_bookmark();
+    assert_eq!(watch.next().await["type"], "BOOKMARK", "bookmarks are back");
+}
+
+#[tokio::test]
 async fn manual_bookmark_hook() {
     let server = FakeApiServer::start().await.unwrap();
     let client = Client::new(&server);

@@ -38,6 +38,24 @@ pub enum Which {
 }
 
 impl Which {
+    /// The row's name for `--only`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Which::KubeRs => "kube-rs",
+            Which::Kcache {
+                skip_managed_fields: false,
+                two_tasks: false,
+            } => "kcache",
+            Which::Kcache {
+                skip_managed_fields: true,
+                two_tasks: false,
+            } => "skipped",
+            Which::Kcache {
+                two_tasks: true, ..
+            } => "two-tasks",
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Which::Kcache {
@@ -164,14 +182,17 @@ pub async fn run(
         return Err(format!("{}: cached {n} pods, expected {pods}", which.label()).into());
     }
 
+    server.prepare(updates).await?;
     let before = seen.load(Ordering::Relaxed);
     let start = Instant::now();
-    server.update(updates).await?;
+    server.release().await?;
     wait_for("watch events", Duration::from_secs(900), || {
         seen.load(Ordering::Relaxed) >= before + updates
     })
     .await?;
-    let events_per_sec = updates as f64 / start.elapsed().as_secs_f64();
+    let elapsed = start.elapsed().as_secs_f64();
+    let events_per_sec = updates as f64 / elapsed;
+    eprintln!("  client: {updates} watch events taken in {elapsed:.2} s");
     cancel.cancel();
     task.await?;
     Ok(Figures {

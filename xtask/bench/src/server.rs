@@ -13,7 +13,8 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 pub const NAMESPACES: usize = 20;
 
 /// `serve` mode: start the server with `pods` pods, print its URL, then obey commands:
-/// `update N` (N pod updates, answered with `updated <rv>`) and `quit`.
+/// `prepare N` (pause the watches, make N pod updates; answered with `prepared <rv>`),
+/// `release` (resume the watches: the burst begins; answered with `released`) and `quit`.
 pub async fn serve(
     pods: usize,
     updates: usize,
@@ -53,7 +54,10 @@ pub async fn serve(
     while let Some(line) = lines.next_line().await? {
         let mut words = line.split_whitespace();
         match (words.next(), words.next().map(str::parse::<usize>)) {
-            (Some("update"), Some(Ok(n))) => {
+            (Some("prepare"), Some(Ok(n))) => {
+                // Written while the watches are paused: the writes and their encoding happen
+                // here, untimed; the client's clock starts at `release`.
+                server.pause_watches();
                 let started = std::time::Instant::now();
                 for _ in 0..n {
                     let pod = prepared
@@ -62,11 +66,16 @@ pub async fn serve(
                     server.update(&resource, pod)?;
                 }
                 eprintln!(
-                    "  server: {n} updates written in {:.2} s",
+                    "  server: {n} updates written and encoded in {:.2} s (watches paused)",
                     started.elapsed().as_secs_f64()
                 );
-                out.write_all(format!("updated {}\n", server.resource_version()).as_bytes())
+                out.write_all(format!("prepared {}\n", server.resource_version()).as_bytes())
                     .await?;
+                out.flush().await?;
+            }
+            (Some("release"), _) => {
+                server.resume_watches();
+                out.write_all(b"released\n").await?;
                 out.flush().await?;
             }
             (Some("quit"), _) | (None, _) => break,
@@ -125,17 +134,31 @@ impl Server {
         })
     }
 
-    /// Asks for `n` updates; returns once they are all written, with the final RV.
-    pub async fn update(&mut self, n: usize) -> Result<u64, Box<dyn std::error::Error>> {
+    /// Asks for `n` updates, made while the watches are paused; returns the final RV.
+    pub async fn prepare(&mut self, n: usize) -> Result<u64, Box<dyn std::error::Error>> {
+        let reply = self.command(&format!("prepare {n}")).await?;
+        Ok(reply
+            .strip_prefix("prepared ")
+            .ok_or_else(|| format!("unexpected {reply:?}"))?
+            .parse()?)
+    }
+
+    /// Resumes the watches: the prepared updates go out as fast as the client takes them.
+    pub async fn release(&mut self) -> Result<(), Box<dyn std::error::Error>> {
+        let reply = self.command("release").await?;
+        if reply == "released" {
+            Ok(())
+        } else {
+            Err(format!("unexpected {reply:?}").into())
+        }
+    }
+
+    async fn command(&mut self, command: &str) -> Result<String, Box<dyn std::error::Error>> {
         self.stdin
-            .write_all(format!("update {n}\n").as_bytes())
+            .write_all(format!("{command}\n").as_bytes())
             .await?;
         self.stdin.flush().await?;
-        let line = self.stdout.next_line().await?.ok_or("server exited")?;
-        Ok(line
-            .strip_prefix("updated ")
-            .ok_or_else(|| format!("unexpected {line:?}"))?
-            .parse()?)
+        Ok(self.stdout.next_line().await?.ok_or("server exited")?)
     }
 
     /// Stops the child.
