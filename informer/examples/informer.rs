@@ -331,9 +331,10 @@ async fn watch(args: &Args, config: Config, server: Option<&FakeApiServer>) -> R
     let w = build(args, config)?;
     let cancel = CancellationToken::new();
     let started = Instant::now();
+    // Its own thread: objects are decoded and freed on one thread (see run_on_own_thread).
     let run = tokio::spawn({
         let (informer, cancel) = (w.informer.clone(), cancel.clone());
-        async move { informer.run(cancel).await }
+        async move { informer.run_on_own_thread(cancel).await }
     });
     let ctrl_c = cancel.clone();
     tokio::spawn(async move {

@@ -39,6 +39,9 @@ pub struct Config<T: Object> {
     pub on_synced: Option<Arc<dyn Fn() + Send + Sync>>,
     /// Applied to the reflector's builder last, so it can override anything above.
     pub reflector_options: Option<ReflectorOptionsFn<T>>,
+    /// Called after each batch of popped items has been processed (up to 256 items at a
+    /// time): the place to wake consumers once per batch rather than once per item.
+    pub after_batch: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 impl<T: Object> Config<T> {
@@ -56,6 +59,7 @@ impl<T: Object> Config<T> {
             should_resync: None,
             watch_error_handler: None,
             transform: None,
+            after_batch: None,
             list_options: ListOptions::default(),
             on_synced: None,
             reflector_options: None,
@@ -81,6 +85,7 @@ pub struct Controller<T: Object> {
     process: ProcessDeltasFn<T>,
     reflector: Reflector<T>,
     on_synced: Option<Arc<dyn Fn() + Send + Sync>>,
+    after_batch: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 /// The most items one pop hands over (queues that cannot batch hand over one).
@@ -116,6 +121,7 @@ impl<T: Object> Controller<T> {
             process: config.process,
             reflector: builder.build(),
             on_synced: config.on_synced,
+            after_batch: config.after_batch,
         }
     }
 
@@ -174,6 +180,9 @@ impl<T: Object> Controller<T> {
                 // Only while unsynced: an empty initial list syncs without a pop.
                 () = tokio::time::sleep(SYNC_POLL), if !synced => continue,
             };
+            if let Some(f) = &self.after_batch {
+                f();
+            }
             match popped {
                 Err(e) if e.is_closed() => break,
                 Err(e) => tracing::warn!(error = %e, "processing a popped item failed"),

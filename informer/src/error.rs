@@ -16,7 +16,9 @@ pub enum Error {
     /// The indexer refused new indexes.
     #[error("indexer error")]
     Store(#[from] kcache_store::Error),
-    /// The operating system refused a thread for a handler.
-    #[error("could not start a handler thread")]
+    /// The operating system refused a thread (for a handler, or for
+    /// [`run_on_own_thread`](crate::SharedIndexInformer::run_on_own_thread) with its runtime), or
+    /// the informer's own thread died.
+    #[error("informer thread failure")]
     Thread(#[source] std::io::Error),
 }

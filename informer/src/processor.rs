@@ -69,7 +69,14 @@ impl<T: Send + Sync + 'static> Processor<T> {
             {
                 continue;
             }
-            l.push(event.clone());
+            l.push_deferred(event.clone());
+        }
+    }
+
+    /// Wakes every listener with deferred events (see [`Listener::push_deferred`]).
+    pub(crate) fn flush(&self) {
+        for l in self.lock().iter() {
+            l.flush();
         }
     }
 

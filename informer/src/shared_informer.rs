@@ -402,6 +402,81 @@ impl<T: Object> SharedIndexInformer<T> {
         Ok(())
     }
 
+    /// [`run`](Self::run) on a thread of its own with a single-threaded tokio runtime: listing,
+    /// watching, decoding, cache updates and dispatch all happen on that one thread (handlers
+    /// keep their own threads). Returns once the informer has stopped.
+    ///
+    /// This is the fast way to run an informer on a multi-threaded runtime. There the future of
+    /// [`run`](Self::run) moves between worker threads, so objects are decoded on one thread
+    /// and freed (when replaced or deleted) on another, and common allocators free memory from
+    /// a foreign thread far more slowly: glibc's malloc locks the other thread's arena for every
+    /// chunk. On its own thread the informer allocates and frees in one place (handler threads
+    /// hand their finished events back to it). With 5 KB pods and glibc this took in watch
+    /// events about 1.4x as fast (`cargo xtask bench`).
+    ///
+    /// Connections the lister-watcher opens from that thread are served by it. Its futures
+    /// must not depend on the caller's runtime; client-http's and the fakes in kcache-testing
+    /// do not. Tokio's paused test clock does not reach the thread: tests that pause time use
+    /// [`run`](Self::run).
+    ///
+    /// ```
+    /// # use std::{sync::Arc, time::Duration};
+    /// # use kcache_informer::SharedIndexInformer;
+    /// # use kcache_store::DynamicObject;
+    /// # use tokio_util::sync::CancellationToken;
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let informer = SharedIndexInformer::<DynamicObject>::new(
+    /// #     Arc::new(kcache_testing::FakeListerWatcher::new()), Duration::ZERO);
+    /// let cancel = CancellationToken::new();
+    /// let running = tokio::spawn({
+    ///     let (informer, cancel) = (informer.clone(), cancel.clone());
+    ///     async move { informer.run_on_own_thread(cancel).await }
+    /// });
+    /// let synced = || informer.has_synced();
+    /// assert!(kcache_informer::wait_for_cache_sync(&CancellationToken::new(), &[&synced]).await);
+    /// cancel.cancel();
+    /// running.await??;
+    /// assert!(informer.is_stopped());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run); [`Error::Thread`] if the thread or its runtime cannot be made, or
+    /// if the thread dies.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future leaves the thread running until `cancel` fires.
+    pub async fn run_on_own_thread(&self, cancel: CancellationToken) -> Result<()> {
+        let (reflect, process) = self.run_parts(cancel)?;
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("kcache-informer".into())
+            .spawn(move || {
+                // `enable_all`: timers, and the I/O driver whenever tokio is built with it (as it
+                // is wherever a network lister-watcher such as client-http is linked in).
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                let result = runtime.map(|runtime| {
+                    runtime.block_on(async {
+                        tokio::join!(reflect, process);
+                    });
+                });
+                let _ = done_tx.send(result);
+            })
+            .map_err(Error::Thread)?;
+        match done_rx.await {
+            Ok(result) => result.map_err(Error::Thread),
+            Err(_) => Err(Error::Thread(std::io::Error::other(
+                "the informer thread died",
+            ))),
+        }
+    }
+
     /// [`run`](Self::run) as two futures, to poll on two tasks so that listing, watching and
     /// decoding (the first) run beside cache updates and dispatch (the second) on another core:
     ///
@@ -488,6 +563,12 @@ impl<T: Object> SharedIndexInformer<T> {
             config.transform.clone_from(&s.transform);
             config.list_options = s.list_options.clone();
             config.reflector_options = s.reflector_options.take();
+            let weak = Arc::downgrade(&self.inner);
+            config.after_batch = Some(Arc::new(move || {
+                if let Some(inner) = weak.upgrade() {
+                    inner.processor.flush();
+                }
+            }));
             let flag = Arc::clone(&self.inner.synced);
             config.on_synced = Some(Arc::new(move || flag.store(true, Ordering::Release)));
             let controller = Arc::new(Controller::new(config));

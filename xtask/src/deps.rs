@@ -10,7 +10,9 @@
 //!   [`NETWORK_HOMES`] only, among the libraries.
 //! - `kcache-store` has no async dependency ([`ASYNC_CRATES`]).
 //! - The runtime-free libraries ([`RUNTIME_FREE`]) may use `tokio`, but never with a feature of
-//!   [`RUNTIME_FEATURES`]: the application picks the runtime.
+//!   [`RUNTIME_FEATURES`]: the application picks the runtime. The one exception
+//!   ([`RUNTIME_ALLOWED`]): `kcache-informer` enables `rt` to build the single-threaded runtime of
+//!   the thread it runs on when asked to (`run_on_own_thread`); it opens no socket.
 //!
 //! [`check`] is a pure function over the metadata, so the tests feed it synthetic workspaces.
 
@@ -67,12 +69,17 @@ const NETWORK_HOMES: &[&str] = &["kcache-client-http", "kcache-testing"];
 const ASYNC_CRATES: &[&str] = &["tokio", "tokio-util", "futures*", "async-trait"];
 
 /// The libraries whose `tokio` dependency must not enable [`RUNTIME_FEATURES`].
+/// `kcache-informer` may enable `rt` alone, for the single-threaded runtime of
+/// `SharedIndexInformer::run_on_own_thread` (see [`RUNTIME_ALLOWED`]).
 const RUNTIME_FREE: &[&str] = &[
     "kcache-store",
     "kcache-queue",
     "kcache-reflector",
     "kcache-informer",
 ];
+
+/// Runtime features a [`RUNTIME_FREE`] library may still enable: (library, feature).
+const RUNTIME_ALLOWED: &[(&str, &str)] = &[("kcache-informer", "rt")];
 
 /// `tokio` features that bring in a runtime or sockets.
 const RUNTIME_FEATURES: &[&str] = &["rt", "rt-multi-thread", "net", "full"];
@@ -264,6 +271,7 @@ fn check_external(from: &str, to: &str, dependency: &Value, violation: &mut impl
             .iter()
             .filter_map(Value::as_str)
             .filter(|feature| RUNTIME_FEATURES.contains(feature))
+            .filter(|feature| !RUNTIME_ALLOWED.contains(&(from, *feature)))
             .map(|feature| format!("`{feature}`"))
             .collect();
         if !enabled.is_empty() {
@@ -526,6 +534,29 @@ mod tests {
             let line = single(&metadata, "kcache-reflector", "tokio");
             assert!(line.contains(&format!("`{feature}`")), "{line}");
         }
+    }
+
+    #[test]
+    fn informer_may_enable_rt_but_no_other_runtime_feature() {
+        let metadata = with_dep(
+            legal(),
+            "kcache-informer",
+            dep("tokio", None, &["sync", "rt"]),
+        );
+        assert_eq!(lines(&metadata), Vec::<String>::new());
+        for feature in ["rt-multi-thread", "net", "full"] {
+            let metadata = with_dep(
+                legal(),
+                "kcache-informer",
+                dep("tokio", None, &["sync", "rt", feature]),
+            );
+            let line = single(&metadata, "kcache-informer", "tokio");
+            assert!(line.contains(&format!("`{feature}`")), "{line}");
+            assert!(!line.contains("`rt`"), "{line}");
+        }
+        let metadata = with_dep(legal(), "kcache-queue", dep("tokio", None, &["rt"]));
+        let line = single(&metadata, "kcache-queue", "tokio");
+        assert!(line.contains("`rt`"), "{line}");
     }
 
     #[test]

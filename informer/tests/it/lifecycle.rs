@@ -355,3 +355,34 @@ async fn run_parts_on_two_tasks_behave_like_run() {
     assert!(inf.is_stopped());
     assert!(reg.is_closed());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_on_own_thread_behaves_like_run() {
+    let (fake, inf) = informer(Duration::ZERO);
+    fake.add(pod("ns", "a"));
+    let rec = Recorder::default();
+    let reg = inf.add_event_handler(rec.clone()).unwrap();
+    let cancel = CancellationToken::new();
+    let running = tokio::spawn({
+        let (inf, cancel) = (inf.clone(), cancel.clone());
+        async move { inf.run_on_own_thread(cancel).await }
+    });
+    assert!(wait_for_cache_sync(&cancel, &[&|| reg.has_synced()]).await);
+    assert!(matches!(
+        inf.run_on_own_thread(cancel.clone()).await,
+        Err(Error::AlreadyStarted)
+    ));
+    for i in 0..100 {
+        fake.add(pod("ns", &format!("p{i}")));
+    }
+    for i in 0..50 {
+        fake.update(pod("ns", &format!("p{i}")));
+    }
+    fake.delete(&pod("ns", "a"));
+    rec.wait("every event", |l| l.len() == 152).await;
+    assert_eq!(cache_state(&inf), fake_state(&fake));
+    cancel.cancel();
+    running.await.unwrap().unwrap();
+    assert!(inf.is_stopped());
+    assert!(reg.is_closed());
+}

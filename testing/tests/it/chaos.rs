@@ -235,9 +235,17 @@ async fn run_seed(seed: u64) {
     let early = Log::default();
     informer.add_event_handler(early.clone()).unwrap();
     let cancel = CancellationToken::new();
+    // Half the seeds run the informer on its own thread, half on a task of this runtime.
+    let own_thread = world.rng.bool();
     let run = tokio::spawn({
         let (inf, cancel) = (informer.clone(), cancel.clone());
-        async move { inf.run(cancel).await }
+        async move {
+            if own_thread {
+                inf.run_on_own_thread(cancel).await
+            } else {
+                inf.run(cancel).await
+            }
+        }
     });
 
     let mut late = None;
@@ -263,7 +271,7 @@ async fn run_seed(seed: u64) {
         }
         assert!(
             Instant::now() < deadline,
-            "seed {seed} ({queue:?}): no convergence after 30s\nserver {want:?}\ncache  {cache:?}\nlogs   {:?}",
+            "seed {seed} ({queue:?}, own thread: {own_thread}): no convergence after 30s\nserver {want:?}\ncache  {cache:?}\nlogs   {:?}",
             logs.iter().map(Log::state).collect::<Vec<_>>()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -272,7 +280,7 @@ async fn run_seed(seed: u64) {
         assert_eq!(
             log.errors(),
             Vec::<String>::new(),
-            "seed {seed} ({queue:?})"
+            "seed {seed} ({queue:?}, own thread: {own_thread})"
         );
     }
     cancel.cancel();

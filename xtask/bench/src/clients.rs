@@ -12,7 +12,6 @@ use kcache_informer::{HandlerFuncs, SharedIndexInformer};
 use tokio_util::sync::CancellationToken;
 
 use crate::alloc;
-use crate::server::Server;
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -26,57 +25,107 @@ pub struct Figures {
     pub events_per_sec: f64,
 }
 
-/// Which client.
+/// Which client, and how it runs: on a task of the bench's multi-threaded runtime, or on a
+/// thread of its own with a single-threaded runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Which {
-    /// kcache; `two_tasks` polls the informer's two halves on two tasks (`run_parts`).
+    /// kcache's informer over client-http; `own_thread`: `run_on_own_thread`.
     Kcache {
         skip_managed_fields: bool,
-        two_tasks: bool,
+        own_thread: bool,
     },
-    KubeRs,
+    /// kube-runtime's watcher + reflector store; `own_thread`: polled on a thread of its own.
+    KubeRs { own_thread: bool },
 }
 
 impl Which {
+    /// Every row, in the table's order.
+    pub const ALL: [Which; 6] = [
+        Which::KubeRs { own_thread: false },
+        Which::KubeRs { own_thread: true },
+        Which::Kcache {
+            skip_managed_fields: false,
+            own_thread: false,
+        },
+        Which::Kcache {
+            skip_managed_fields: false,
+            own_thread: true,
+        },
+        Which::Kcache {
+            skip_managed_fields: true,
+            own_thread: false,
+        },
+        Which::Kcache {
+            skip_managed_fields: true,
+            own_thread: true,
+        },
+    ];
+
     /// The row's name for `--only`.
     pub fn key(self) -> &'static str {
         match self {
-            Which::KubeRs => "kube-rs",
+            Which::KubeRs { own_thread: false } => "kube-rs",
+            Which::KubeRs { own_thread: true } => "kube-rs-thread",
             Which::Kcache {
                 skip_managed_fields: false,
-                two_tasks: false,
+                own_thread: false,
             } => "kcache",
             Which::Kcache {
+                skip_managed_fields: false,
+                own_thread: true,
+            } => "kcache-thread",
+            Which::Kcache {
                 skip_managed_fields: true,
-                two_tasks: false,
+                own_thread: false,
             } => "skipped",
             Which::Kcache {
-                two_tasks: true, ..
-            } => "two-tasks",
+                skip_managed_fields: true,
+                own_thread: true,
+            } => "skipped-thread",
         }
     }
 
     pub fn label(self) -> &'static str {
         match self {
+            Which::KubeRs { own_thread: false } => "kube-rs",
+            Which::KubeRs { own_thread: true } => "kube-rs, own thread",
             Which::Kcache {
                 skip_managed_fields: false,
-                two_tasks: false,
+                own_thread: false,
             } => "kcache",
             Which::Kcache {
+                skip_managed_fields: false,
+                own_thread: true,
+            } => "kcache, own thread",
+            Which::Kcache {
                 skip_managed_fields: true,
-                two_tasks: false,
+                own_thread: false,
             } => "kcache, managedFields skipped",
             Which::Kcache {
-                skip_managed_fields: false,
-                two_tasks: true,
-            } => "kcache, two tasks",
-            Which::Kcache {
                 skip_managed_fields: true,
-                two_tasks: true,
-            } => "kcache, skipped, two tasks",
-            Which::KubeRs => "kube-rs",
+                own_thread: true,
+            } => "kcache, skipped, own thread",
         }
     }
+}
+
+/// Runs `fut` on a new thread with a single-threaded runtime; the handle ends with it.
+fn on_own_thread(
+    fut: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<tokio::task::JoinHandle<()>, BoxError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("bench-client".into())
+        .spawn(move || {
+            runtime.block_on(fut);
+            let _ = tx.send(());
+        })?;
+    Ok(tokio::spawn(async move {
+        let _ = rx.await;
+    }))
 }
 
 async fn wait_for(what: &str, limit: Duration, cond: impl Fn() -> bool) -> Result<(), BoxError> {
@@ -93,9 +142,10 @@ async fn wait_for(what: &str, limit: Duration, cond: impl Fn() -> bool) -> Resul
 /// Runs one client: initial sync of every pod, then `updates` watch events.
 pub async fn run(
     which: Which,
-    server: &mut Server,
+    url: &str,
     pods: usize,
     updates: usize,
+    coordinator: &mut Coordinator,
 ) -> Result<Figures, BoxError> {
     alloc::set_counting(true);
     let baseline = alloc::current();
@@ -109,9 +159,9 @@ pub async fn run(
     ) = match which {
         Which::Kcache {
             skip_managed_fields,
-            two_tasks,
+            own_thread,
         } => {
-            let client = Client::new(Config::new(server.url.parse()?))?;
+            let client = Client::new(Config::new(url.parse()?))?;
             let lw = HttpListerWatcher::<Pod>::typed(client)
                 .all_namespaces()
                 .skip_managed_fields(skip_managed_fields)
@@ -123,20 +173,18 @@ pub async fn run(
                     count.fetch_add(1, Ordering::Relaxed);
                 },
             ))?;
-            let task = if two_tasks {
-                let (reflect, process) = informer.run_parts(cancel.clone())?;
-                let reflect = tokio::spawn(reflect);
-                tokio::spawn(async move {
-                    process.await;
-                    let _ = reflect.await;
-                })
-            } else {
-                let runner = informer.clone();
-                let stop = cancel.clone();
-                tokio::spawn(async move {
-                    let _ = runner.run(stop).await;
-                })
-            };
+            let runner = informer.clone();
+            let stop = cancel.clone();
+            let task = tokio::spawn(async move {
+                let result = if own_thread {
+                    runner.run_on_own_thread(stop).await
+                } else {
+                    runner.run(stop).await
+                };
+                if let Err(e) = result {
+                    eprintln!("kcache informer: {e}");
+                }
+            });
             let synced = informer.clone();
             wait_for("kcache sync", Duration::from_secs(600), move || {
                 synced.has_synced()
@@ -144,8 +192,8 @@ pub async fn run(
             .await?;
             (Box::new(move || informer.indexer().len()), task)
         }
-        Which::KubeRs => {
-            let client = kube::Client::try_from(kube::Config::new(server.url.parse()?))?;
+        Which::KubeRs { own_thread } => {
+            let client = kube::Client::try_from(kube::Config::new(url.parse()?))?;
             let api: kube::Api<Pod> = kube::Api::all(client);
             let (reader, writer) = kube::runtime::reflector::store();
             let stream = kube::runtime::reflector(
@@ -154,7 +202,7 @@ pub async fn run(
             );
             let count = Arc::clone(&seen);
             let stop = cancel.clone();
-            let task = tokio::spawn(async move {
+            let consume = async move {
                 let mut stream = std::pin::pin!(stream);
                 loop {
                     tokio::select! {
@@ -168,7 +216,12 @@ pub async fn run(
                         },
                     }
                 }
-            });
+            };
+            let task = if own_thread {
+                on_own_thread(consume)?
+            } else {
+                tokio::spawn(consume)
+            };
             reader.wait_until_ready().await?;
             (Box::new(move || reader.state().len()), task)
         }
@@ -182,14 +235,22 @@ pub async fn run(
         return Err(format!("{}: cached {n} pods, expected {pods}", which.label()).into());
     }
 
-    server.prepare(updates).await?;
+    // The parent has the server write the updates while its watches are paused, then
+    // releases them once this side's clock runs.
+    coordinator.synced().await?;
     let before = seen.load(Ordering::Relaxed);
     let start = Instant::now();
-    server.release().await?;
-    wait_for("watch events", Duration::from_secs(900), || {
+    coordinator.started().await?;
+    // Generous: the slowest client here takes about 10 s for 100,000 events.
+    let limit = Duration::from_secs(60 + (updates / 1000) as u64);
+    if let Err(e) = wait_for("watch events", limit, || {
         seen.load(Ordering::Relaxed) >= before + updates
     })
-    .await?;
+    .await
+    {
+        let got = seen.load(Ordering::Relaxed) - before;
+        return Err(format!("{}: {e}: {got} of {updates} arrived", which.label()).into());
+    }
     let elapsed = start.elapsed().as_secs_f64();
     let events_per_sec = updates as f64 / elapsed;
     eprintln!("  client: {updates} watch events taken in {elapsed:.2} s");
@@ -202,4 +263,120 @@ pub async fn run(
         cached: n,
         events_per_sec,
     })
+}
+
+/// The child's side of the parent's protocol: `synced` (then wait for `go`), `started`.
+pub struct Coordinator {
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>,
+}
+
+impl Coordinator {
+    pub fn new() -> Self {
+        use tokio::io::AsyncBufReadExt;
+        Self {
+            lines: tokio::io::BufReader::new(tokio::io::stdin()).lines(),
+        }
+    }
+
+    async fn say(&mut self, line: &str) -> Result<(), BoxError> {
+        use tokio::io::AsyncWriteExt;
+        let mut out = tokio::io::stdout();
+        out.write_all(format!("{line}\n").as_bytes()).await?;
+        out.flush().await?;
+        Ok(())
+    }
+
+    /// Synced: waits until the parent has the updates ready.
+    async fn synced(&mut self) -> Result<(), BoxError> {
+        self.say("synced").await?;
+        match self.lines.next_line().await?.as_deref() {
+            Some("go") => Ok(()),
+            other => Err(format!("expected go, got {other:?}").into()),
+        }
+    }
+
+    /// The clock runs: the parent may release the updates.
+    async fn started(&mut self) -> Result<(), BoxError> {
+        self.say("started").await
+    }
+
+    /// The figures, as the last line.
+    pub async fn done(&mut self, f: &Figures) -> Result<(), BoxError> {
+        self.say(&format!(
+            "done {} {} {} {} {}",
+            f.sync.as_secs_f64(),
+            f.sync_peak_bytes,
+            f.steady_bytes,
+            f.cached,
+            f.events_per_sec
+        ))
+        .await
+    }
+}
+
+/// Parses the child's `done ...` line.
+pub fn parse_done(line: &str) -> Result<Figures, BoxError> {
+    let rest = line
+        .strip_prefix("done ")
+        .ok_or_else(|| format!("unexpected {line:?}"))?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    if f.len() != 5 {
+        return Err(format!("unexpected {line:?}").into());
+    }
+    Ok(Figures {
+        sync: Duration::from_secs_f64(f[0].parse()?),
+        sync_peak_bytes: f[1].parse()?,
+        steady_bytes: f[2].parse()?,
+        cached: f[3].parse()?,
+        events_per_sec: f[4].parse()?,
+    })
+}
+
+/// Runs one client in a child process (`current_exe client KEY ...`), so that every client
+/// starts from a fresh heap, and drives the burst between it and the server.
+pub async fn run_in_child(
+    which: Which,
+    server: &mut crate::server::Server,
+    pods: usize,
+    updates: usize,
+) -> Result<Figures, BoxError> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut child = tokio::process::Command::new(std::env::current_exe()?)
+        .args([
+            "client",
+            which.key(),
+            "--url",
+            &server.url,
+            "--pods",
+            &pods.to_string(),
+            "--updates",
+            &updates.to_string(),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+    let mut expect = async |want: &str| -> Result<String, BoxError> {
+        let line = lines
+            .next_line()
+            .await?
+            .ok_or_else(|| format!("{}: the client exited", which.label()))?;
+        if line.starts_with(want) {
+            Ok(line)
+        } else {
+            Err(format!("{}: expected {want}, got {line:?}", which.label()).into())
+        }
+    };
+    expect("synced").await?;
+    server.prepare(updates).await?;
+    stdin.write_all(b"go\n").await?;
+    stdin.flush().await?;
+    expect("started").await?;
+    server.release().await?;
+    let figures = parse_done(&expect("done").await?)?;
+    drop(stdin);
+    let _ = child.wait().await;
+    Ok(figures)
 }

@@ -4,7 +4,10 @@
 //! kcache-bench [--pods N] [--updates N] [--seed S]
 //!
 //! The fake server runs in a child process (`kcache-bench serve ...`) so that only the client's
-//! allocations and CPU are measured here. Memory comes from a counting allocator.
+//! allocations and CPU are measured, and each client runs in a child of its own
+//! (`kcache-bench client KEY ...`) so that each starts from a fresh heap: a client run after
+//! another in the same process finds memory already paged in. Memory comes from a counting
+//! allocator.
 
 mod alloc;
 mod clients;
@@ -18,6 +21,9 @@ static ALLOC: alloc::Counting = alloc::Counting;
 
 struct Args {
     serve: bool,
+    /// `client KEY`: run that one client (a child of the bench).
+    client: Option<String>,
+    url: String,
     pods: usize,
     updates: usize,
     seed: u64,
@@ -28,6 +34,8 @@ struct Args {
 fn parse() -> Result<Args, String> {
     let mut args = Args {
         serve: false,
+        client: None,
+        url: String::new(),
         pods: 20_000,
         updates: 100_000,
         seed: 7,
@@ -38,6 +46,8 @@ fn parse() -> Result<Args, String> {
         let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
         match a.as_str() {
             "serve" => args.serve = true,
+            "client" => args.client = Some(value("client")?),
+            "--url" => args.url = value("--url")?,
             "--pods" => {
                 args.pods = value("--pods")?
                     .parse()
@@ -59,7 +69,8 @@ fn parse() -> Result<Args, String> {
             "-h" | "--help" => {
                 return Err(
                     "usage: kcache-bench [--pods N (20000)] [--updates N (100000)] [--seed S] [--only ROWS]\n\
-                     ROWS: comma-separated among kube-rs, kcache, skipped, two-tasks (default: all)"
+                     ROWS: comma-separated among kube-rs, kube-rs-thread, kcache, kcache-thread, skipped,\n\
+                     skipped-thread (default: all)"
                         .into(),
                 );
             }
@@ -73,8 +84,7 @@ fn mb(bytes: usize) -> f64 {
     bytes as f64 / 1e6
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {
@@ -82,15 +92,41 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let result = if args.serve {
-        server::serve(args.pods, args.updates, args.seed).await
-    } else {
-        bench(&args).await
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build();
+    let runtime = match runtime {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
     };
+    let result = runtime.block_on(async {
+        if args.serve {
+            server::serve(args.pods, args.updates, args.seed).await
+        } else if let Some(key) = &args.client {
+            client(key, &args).await
+        } else {
+            bench(&args).await
+        }
+    });
     if let Err(e) = result {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
+}
+
+/// `client KEY` mode: one client against the server at `--url`, driven by the parent.
+async fn client(key: &str, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let which = Which::ALL
+        .into_iter()
+        .find(|w| w.key() == key)
+        .ok_or_else(|| format!("unknown client {key:?}"))?;
+    let mut coordinator = clients::Coordinator::new();
+    let figures = clients::run(which, &args.url, args.pods, args.updates, &mut coordinator).await?;
+    coordinator.done(&figures).await?;
+    Ok(())
 }
 
 async fn bench(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -98,21 +134,7 @@ async fn bench(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let floor = floor::decode_floor(args.seed, args.pods.min(20_000))?;
     let (floor_pods, floor_mb) = (floor.pods_per_sec, floor.mb_per_sec);
     let mut rows: Vec<(Which, Figures)> = Vec::new();
-    for which in [
-        Which::KubeRs,
-        Which::Kcache {
-            skip_managed_fields: false,
-            two_tasks: false,
-        },
-        Which::Kcache {
-            skip_managed_fields: true,
-            two_tasks: false,
-        },
-        Which::Kcache {
-            skip_managed_fields: true,
-            two_tasks: true,
-        },
-    ] {
+    for which in Which::ALL {
         if !args.only.is_empty() && !args.only.iter().any(|o| o == which.key()) {
             continue;
         }
@@ -124,14 +146,14 @@ async fn bench(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         );
         // A fresh server per client: same seed, same workload, same resource versions.
         let mut server = server::Server::spawn(args.pods, args.updates, args.seed).await?;
-        let figures = clients::run(which, &mut server, args.pods, args.updates).await?;
+        let figures = clients::run_in_child(which, &mut server, args.pods, args.updates).await?;
         server.quit().await;
         rows.push((which, figures));
     }
     // Ratios are against kube-rs when it ran, else against the first row.
     let kube = rows
         .iter()
-        .find(|(w, _)| *w == Which::KubeRs)
+        .find(|(w, _)| *w == Which::KubeRs { own_thread: false })
         .or_else(|| rows.first())
         .map(|(_, f)| *f)
         .ok_or("no client ran")?;

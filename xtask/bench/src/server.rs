@@ -21,7 +21,7 @@ pub async fn serve(
     seed: u64,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let server = FakeApiServer::builder()
-        .history_limit(updates + 1000)
+        .history_limit(pods + updates + 1000)
         .watcher_buffer(updates + pods + 1000)
         .seed(seed)
         .start()
@@ -57,6 +57,15 @@ pub async fn serve(
             (Some("prepare"), Some(Ok(n))) => {
                 // Written while the watches are paused: the writes and their encoding happen
                 // here, untimed; the client's clock starts at `release`.
+                // The client's watch must be open first, or it would start from a list
+                // taken in the middle of the writes.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                while server.watcher_count(&resource) == 0 {
+                    if std::time::Instant::now() > deadline {
+                        return Err("no client watch opened within 30 s".into());
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
                 server.pause_watches();
                 let started = std::time::Instant::now();
                 for _ in 0..n {
