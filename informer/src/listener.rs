@@ -20,6 +20,9 @@ const BEHIND_WARNING: usize = 1024;
 /// Handled events the delivery thread hands back at most, for the pushing side to drop.
 const SPENT_LIMIT: usize = 1024;
 
+/// How long a delivery thread whose buffer ran dry waits for more before it sleeps.
+const SPIN: Duration = Duration::from_micros(50);
+
 /// How long handed-back events wait for the pushing side before the delivery thread drops them.
 const SPENT_LINGER: Duration = Duration::from_millis(100);
 
@@ -305,6 +308,8 @@ impl<T: Send + Sync + 'static> Listener<T> {
 /// decoded) and dropped there on its next push. When no push comes within [`SPENT_LINGER`],
 /// the delivery thread drops what it handed back itself: nothing handled outlives a quiet spell.
 fn deliver<T: 'static>(shared: &Shared<T>, handler: &dyn ResourceEventHandler<T>) {
+    // Whether the thread already waited briefly since the buffer ran dry.
+    let mut spun = false;
     loop {
         let mut buf = shared.lock();
         if buf.closed {
@@ -312,6 +317,7 @@ fn deliver<T: 'static>(shared: &Shared<T>, handler: &dyn ResourceEventHandler<T>
         }
         if let Some(event) = buf.events.pop_front() {
             drop(buf);
+            spun = false;
             let initial = event.is_initial();
             if catch_unwind(AssertUnwindSafe(|| dispatch(handler, &event))).is_err() {
                 tracing::error!("an event handler panicked; the event is skipped");
@@ -326,6 +332,15 @@ fn deliver<T: 'static>(shared: &Shared<T>, handler: &dyn ResourceEventHandler<T>
             }
             continue;
         }
+        if !spun {
+            // Under load the next event is usually microseconds away: wait for it briefly
+            // before sleeping, which would cost a wake-up (a system call on each side).
+            spun = true;
+            drop(buf);
+            spin_for_events(shared);
+            continue;
+        }
+        spun = false;
         buf.waiting = true;
         if buf.spent.is_empty() {
             let mut buf = shared
@@ -345,6 +360,14 @@ fn deliver<T: 'static>(shared: &Shared<T>, handler: &dyn ResourceEventHandler<T>
             drop(buf);
             drop(spent);
         }
+    }
+}
+
+/// Yields the processor for up to [`SPIN`], until an event is queued or the listener closes.
+fn spin_for_events<T>(shared: &Shared<T>) {
+    let until = std::time::Instant::now() + SPIN;
+    while shared.depth() == 0 && !shared.is_closed() && std::time::Instant::now() < until {
+        thread::yield_now();
     }
 }
 

@@ -1,6 +1,7 @@
 //! The floor: one core decoding the same pods with bare `serde_json`, and what a decoded pod
 //! weighs.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,6 +19,11 @@ pub struct Floor {
     pub decoded_bytes_per_pod: f64,
     /// The same when every `Vec` is decoded with its exact length known (through `Value`).
     pub exact_bytes_per_pod: f64,
+    /// Pods/s decoding into a map of `count` pods, each replacing (and freeing) the previous
+    /// version of its key, on one thread: what any cache does, without I/O.
+    pub cache_pods_per_sec: f64,
+    /// The same with the replaced versions freed on a second thread.
+    pub cache_cross_thread_pods_per_sec: f64,
 }
 
 /// Decoded pods per second and MB/s for `count` workload pods (best of three passes), and the
@@ -50,6 +56,8 @@ pub fn decode_floor(seed: u64, count: usize) -> Result<Floor, serde_json::Error>
     drop(pods);
     alloc::set_counting(false);
 
+    let (cache_pods_per_sec, cache_cross_thread_pods_per_sec) = cache_rates(&docs)?;
+
     let mut best = f64::MAX;
     for _ in 0..3 {
         let start = Instant::now();
@@ -63,5 +71,42 @@ pub fn decode_floor(seed: u64, count: usize) -> Result<Floor, serde_json::Error>
         mb_per_sec: bytes as f64 / best / 1e6,
         decoded_bytes_per_pod,
         exact_bytes_per_pod,
+        cache_pods_per_sec,
+        cache_cross_thread_pods_per_sec,
     })
+}
+
+/// Decodes every doc into a map once, then five more rounds replacing each key's version:
+/// pods/s with the old versions freed here, then freed on a second thread.
+fn cache_rates(docs: &[Vec<u8>]) -> Result<(f64, f64), serde_json::Error> {
+    const ROUNDS: usize = 5;
+    let n = docs.len().max(1);
+    let mut map: HashMap<usize, Arc<Pod>> = HashMap::with_capacity(n);
+    for (i, d) in docs.iter().enumerate() {
+        map.insert(i, Arc::new(serde_json::from_slice(d)?));
+    }
+    let start = Instant::now();
+    for round in 0..ROUNDS {
+        for (i, d) in docs.iter().enumerate() {
+            map.insert((i + round * 7) % n, Arc::new(serde_json::from_slice(d)?));
+        }
+    }
+    let same = (ROUNDS * docs.len()) as f64 / start.elapsed().as_secs_f64();
+
+    let (tx, rx) = std::sync::mpsc::channel::<Arc<Pod>>();
+    let freer = std::thread::spawn(move || rx.into_iter().for_each(drop));
+    let start = Instant::now();
+    for round in 0..ROUNDS {
+        for (i, d) in docs.iter().enumerate() {
+            let new = Arc::new(serde_json::from_slice(d)?);
+            if let Some(old) = map.insert((i + round * 3) % n, new) {
+                // The receiver only ends when `tx` is dropped below.
+                let _ = tx.send(old);
+            }
+        }
+    }
+    drop(tx);
+    let _ = freer.join();
+    let cross = (ROUNDS * docs.len()) as f64 / start.elapsed().as_secs_f64();
+    Ok((same, cross))
 }
