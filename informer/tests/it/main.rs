@@ -4,6 +4,7 @@
     reason = "a test fails loudly on any unexpected error"
 )]
 
+mod controller;
 mod disconnect;
 mod lifecycle;
 mod model;
