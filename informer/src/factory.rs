@@ -14,7 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::SharedIndexInformer;
 
-type RunFn = Box<dyn Fn(CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+/// Runs one informer: on the caller's task, or on a thread of its own (`true`).
+type RunFn =
+    Box<dyn Fn(CancellationToken, bool) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
 struct Entry {
     informer: Box<dyn Any + Send + Sync>,
@@ -60,10 +62,15 @@ impl InformerFactory {
         }
         let informer = SharedIndexInformer::new(lister_watcher(), self.default_resync);
         let runner = informer.clone();
-        let run: RunFn = Box::new(move |cancel| {
+        let run: RunFn = Box::new(move |cancel, own_thread| {
             let informer = runner.clone();
             Box::pin(async move {
-                if let Err(e) = informer.run(cancel).await {
+                let result = if own_thread {
+                    informer.run_on_own_thread(cancel).await
+                } else {
+                    informer.run(cancel).await
+                };
+                if let Err(e) = result {
                     tracing::warn!(error = %e, "a shared informer did not run");
                 }
             })
@@ -79,9 +86,19 @@ impl InformerFactory {
         informer
     }
 
-    /// Runs every informer not yet started until `cancel` fires. Informers requested later
-    /// need another call.
+    /// Runs every informer not yet started until `cancel` fires, all on the caller's task.
+    /// Informers requested later need another call.
     pub async fn run(&self, cancel: CancellationToken) {
+        self.run_all(cancel, false).await;
+    }
+
+    /// [`run`](Self::run), with each informer on a thread of its own
+    /// ([`SharedIndexInformer::run_on_own_thread`], the fast way on a multi-threaded runtime).
+    pub async fn run_on_own_threads(&self, cancel: CancellationToken) {
+        self.run_all(cancel, true).await;
+    }
+
+    async fn run_all(&self, cancel: CancellationToken, own_threads: bool) {
         let runs: Vec<_> = {
             let mut map = self
                 .informers
@@ -91,7 +108,7 @@ impl InformerFactory {
                 .filter(|e| !e.started)
                 .map(|e| {
                     e.started = true;
-                    (e.run)(cancel.clone())
+                    (e.run)(cancel.clone(), own_threads)
                 })
                 .collect()
         };

@@ -303,30 +303,42 @@ async fn settings_before_start_and_errors_after() {
     ));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn factory_shares_one_informer_per_resource() {
-    let factory = kcache_informer::InformerFactory::new(Duration::ZERO);
-    let fake = kcache_testing::FakeListerWatcher::<DynamicObject>::new();
-    fake.handle().add(pod("ns", "a"));
-    let created = Arc::new(AtomicUsize::new(0));
-    let make = || {
-        created.fetch_add(1, Ordering::SeqCst);
-        Arc::new(fake.clone()) as Arc<dyn kcache_reflector::ListerWatcher<DynamicObject>>
-    };
-    let a: SharedIndexInformer<DynamicObject> = factory.informer("pods", make);
-    let b = factory.informer("pods", make);
-    let other = factory.informer("configmaps", make);
-    assert_eq!(created.load(Ordering::SeqCst), 2);
-    let cancel = CancellationToken::new();
-    let run = tokio::spawn({
-        let cancel = cancel.clone();
-        async move { factory.run(cancel).await }
-    });
-    assert!(wait_for_cache_sync(&cancel, &[&|| a.has_synced(), &|| other.has_synced()]).await);
-    assert!(b.has_synced(), "the same informer");
-    assert_eq!(b.indexer().len(), 1);
-    cancel.cancel();
-    run.await.unwrap();
+    for own_threads in [false, true] {
+        let factory = kcache_informer::InformerFactory::new(Duration::ZERO);
+        let fake = kcache_testing::FakeListerWatcher::<DynamicObject>::new();
+        fake.handle().add(pod("ns", "a"));
+        let created = Arc::new(AtomicUsize::new(0));
+        let make = || {
+            created.fetch_add(1, Ordering::SeqCst);
+            Arc::new(fake.clone()) as Arc<dyn kcache_reflector::ListerWatcher<DynamicObject>>
+        };
+        let a: SharedIndexInformer<DynamicObject> = factory.informer("pods", make);
+        let b = factory.informer("pods", make);
+        let other = factory.informer("configmaps", make);
+        assert_eq!(created.load(Ordering::SeqCst), 2);
+        let cancel = CancellationToken::new();
+        let run = tokio::spawn({
+            let cancel = cancel.clone();
+            async move {
+                if own_threads {
+                    factory.run_on_own_threads(cancel).await;
+                } else {
+                    factory.run(cancel).await;
+                }
+            }
+        });
+        assert!(wait_for_cache_sync(&cancel, &[&|| a.has_synced(), &|| other.has_synced()]).await);
+        assert!(b.has_synced(), "the same informer");
+        assert_eq!(b.indexer().len(), 1);
+        cancel.cancel();
+        run.await.unwrap();
+        assert!(
+            a.is_stopped() && other.is_stopped(),
+            "own threads: {own_threads}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
