@@ -404,6 +404,14 @@ mod tests {
         }
     }
 
+    /// Pushes an update from `from` to `to`; only the event refers to the old object, whose
+    /// weak reference is returned.
+    fn push_update(listener: &Listener<String>, from: &str, to: &str) -> Weak<String> {
+        let (old, new) = (Arc::new(from.to_owned()), Arc::new(to.to_owned()));
+        listener.push(update(&old, &new));
+        Arc::downgrade(&old)
+    }
+
     fn spent(listener: &Listener<String>) -> usize {
         listener.shared.lock().spent.len()
     }
@@ -430,12 +438,8 @@ mod tests {
         // A linger far longer than the test: only a push can drop what was handed back.
         let (listener, handled) = counting(Duration::from_secs(3600));
 
-        // Only the event refers to `old`: once the event is dropped, so is `old`.
-        let old: Weak<String> = {
-            let (old, new) = (Arc::new("v1".to_owned()), Arc::new("v2".to_owned()));
-            listener.push(update(&old, &new));
-            Arc::downgrade(&old)
-        };
+        // Once the event is dropped, so is `old`.
+        let old = push_update(&listener, "v1", "v2");
         eventually("the first event to be handed back", || {
             spent(&listener) == 1
         });
@@ -443,11 +447,7 @@ mod tests {
         assert!(old.upgrade().is_some(), "handed back, not dropped yet");
 
         // The next push takes the handed-back event and drops it on the pushing thread.
-        let second: Weak<String> = {
-            let (old, new) = (Arc::new("v2".to_owned()), Arc::new("v3".to_owned()));
-            listener.push(update(&old, &new));
-            Arc::downgrade(&old)
-        };
+        let second = push_update(&listener, "v2", "v3");
         assert!(
             old.upgrade().is_none(),
             "dropped by push, before it returned"
@@ -464,11 +464,7 @@ mod tests {
     #[test]
     fn a_quiet_spell_drops_handled_events_on_the_delivery_thread() {
         let (listener, handled) = counting(Duration::from_millis(20));
-        let old: Weak<String> = {
-            let (old, new) = (Arc::new("v1".to_owned()), Arc::new("v2".to_owned()));
-            listener.push(update(&old, &new));
-            Arc::downgrade(&old)
-        };
+        let old = push_update(&listener, "v1", "v2");
         eventually("the quiet spell to drop the event", || {
             old.upgrade().is_none()
         });
