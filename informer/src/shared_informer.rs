@@ -414,7 +414,9 @@ impl<T: Object> SharedIndexInformer<T> {
     /// hand their finished events back to it). With 5 KB pods and glibc this took in watch
     /// events about 1.4x as fast (`cargo xtask bench`).
     ///
-    /// Connections the lister-watcher opens from that thread are served by it. Its futures
+    /// Connections the lister-watcher opens from that thread are served by it; when the
+    /// informer stops they close, and other users of a shared client (an HTTP/2 connection is
+    /// shared) reconnect: their watches resume from their last resource version. Its futures
     /// must not depend on the caller's runtime; client-http's and the fakes in kcache-testing
     /// do not. Tokio's paused test clock does not reach the thread: tests that pause time use
     /// [`run`](Self::run).

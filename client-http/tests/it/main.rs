@@ -9,6 +9,7 @@ mod informer;
 mod kubeconfig;
 mod list_watch;
 mod mtls;
+mod own_thread;
 mod send_sync;
 mod support;
 mod transport;
