@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use kcache_reflector::{Error, ObjectList};
+use kcache_reflector::{Error, ListMeta, ObjectList};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -57,17 +57,6 @@ pub(crate) fn decode_object<T: DeserializeOwned>(
     } else {
         serde_json::from_str(json)
     }
-}
-
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct ListMeta {
-    #[serde(default)]
-    resource_version: Option<String>,
-    #[serde(default, rename = "continue")]
-    continue_token: Option<String>,
-    #[serde(default)]
-    remaining_item_count: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -129,7 +118,6 @@ pub(crate) fn decode_list_with<T: DeserializeOwned>(
 ) -> Result<ObjectList<T>, Error> {
     let raw: RawList<'_> =
         serde_json::from_slice(body).map_err(|e| Error::decode("list response", e))?;
-    let meta = raw.metadata.unwrap_or_default();
     let raws = raw.items.unwrap_or_default();
     let mut items = Vec::with_capacity(raws.len());
     for (i, item) in raws.into_iter().enumerate() {
@@ -141,12 +129,7 @@ pub(crate) fn decode_list_with<T: DeserializeOwned>(
             }
         }
     }
-    Ok(ObjectList {
-        items,
-        resource_version: meta.resource_version.unwrap_or_default(),
-        continue_token: meta.continue_token.filter(|t| !t.is_empty()),
-        remaining_item_count: meta.remaining_item_count,
-    })
+    Ok(ObjectList::from_meta(items, raw.metadata))
 }
 
 #[cfg(test)]

@@ -118,6 +118,9 @@ pub(crate) struct Listener<T> {
     sink: Sink<T>,
     pub(crate) resync: Mutex<Resync>,
     thread: Mutex<Option<thread::JoinHandle<()>>>,
+    /// The pushing side's end of the handed-back events: swapped with `Buffer::spent` on each
+    /// push, emptied outside the buffer's lock, so that no push allocates a new vector.
+    drained: Mutex<Vec<Event<T>>>,
 }
 
 impl<T: Send + Sync + 'static> Listener<T> {
@@ -172,6 +175,7 @@ impl<T: Send + Sync + 'static> Listener<T> {
                 syncing: false,
             }),
             thread: Mutex::new(Some(thread)),
+            drained: Mutex::new(Vec::new()),
         })
     }
 
@@ -193,6 +197,7 @@ impl<T: Send + Sync + 'static> Listener<T> {
                 syncing: false,
             }),
             thread: Mutex::new(None),
+            drained: Mutex::new(Vec::new()),
         }
     }
 
@@ -245,18 +250,20 @@ impl<T: Send + Sync + 'static> Listener<T> {
         }
         match &self.sink {
             Sink::Thread => {
+                // Only pushers take `drained` (always before the buffer), so it is uncontended.
+                let mut drained = self.drained.lock().unwrap_or_else(PoisonError::into_inner);
                 let mut buf = self.shared.lock();
                 buf.events.push_back(event);
                 // Wake the delivery thread only if it sleeps, and only once: a notify is a system
                 // call, and the thread takes everything queued by the time it runs.
                 let wake = wake_now && std::mem::replace(&mut buf.waiting, false);
-                let spent = std::mem::take(&mut buf.spent);
+                std::mem::swap(&mut buf.spent, &mut *drained);
                 drop(buf);
                 if wake {
                     self.shared.ready.notify_one();
                 }
-                // Freed here, outside the lock, on the thread that also decodes objects.
-                drop(spent);
+                // Freed here, outside the buffer's lock, on the thread that decodes objects.
+                drained.clear();
             }
             Sink::Channel(tx) => {
                 if tx.send(event).is_err() {

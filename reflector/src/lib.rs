@@ -62,7 +62,7 @@ mod watch_event;
 pub use self::backoff::{Backoff, BackoffConfig};
 pub use self::error::{BoxError, Error, Result};
 pub use self::lister_watcher::{ListerWatcher, WatchStream};
-pub use self::object_list::ObjectList;
+pub use self::object_list::{ListMeta, ObjectList};
 pub use self::options::{ListOptions, ResourceVersionMatch};
 pub use self::reflector::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_PAGE_SIZE, ErrorHook, MIN_WATCH_TIMEOUT, Reflector,

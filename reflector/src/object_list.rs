@@ -44,21 +44,39 @@ impl<T> ObjectList<T> {
         }
     }
 
+    /// A page from its items and its list's `metadata` (`None` when absent). An empty continue
+    /// token means there is no next page and is kept as `None`.
+    #[must_use]
+    pub fn from_meta(items: Vec<T>, meta: Option<ListMeta>) -> Self {
+        let meta = meta.unwrap_or_default();
+        Self {
+            items,
+            resource_version: meta.resource_version.unwrap_or_default(),
+            continue_token: meta.continue_token.filter(|t| !t.is_empty()),
+            remaining_item_count: meta.remaining_item_count,
+        }
+    }
+
     /// The continue token when there is a next page (an empty token means none).
     pub fn next_page_token(&self) -> Option<&str> {
         self.continue_token.as_deref().filter(|t| !t.is_empty())
     }
 }
 
-#[derive(Deserialize, Default)]
+/// A list response's `metadata` (the `ListMeta` of the wire form), for decoders that take the
+/// items apart themselves: [`ObjectList::from_meta`] assembles the page.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ListMeta {
+pub struct ListMeta {
+    /// `resourceVersion`.
     #[serde(default)]
-    resource_version: Option<String>,
+    pub resource_version: Option<String>,
+    /// `continue`.
     #[serde(default, rename = "continue")]
-    continue_token: Option<String>,
+    pub continue_token: Option<String>,
+    /// `remainingItemCount`.
     #[serde(default)]
-    remaining_item_count: Option<i64>,
+    pub remaining_item_count: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -73,13 +91,7 @@ struct Wire<T> {
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectList<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = Wire::<T>::deserialize(d)?;
-        let meta = w.metadata.unwrap_or_default();
-        Ok(Self {
-            items: w.items.unwrap_or_default(),
-            resource_version: meta.resource_version.unwrap_or_default(),
-            continue_token: meta.continue_token.filter(|t| !t.is_empty()),
-            remaining_item_count: meta.remaining_item_count,
-        })
+        Ok(Self::from_meta(w.items.unwrap_or_default(), w.metadata))
     }
 }
 

@@ -299,6 +299,15 @@ enum Next<T> {
     Cancelled,
 }
 
+/// A watch stream item, sorted by [`Reflector::classify`].
+enum Item<T> {
+    Event(WatchEvent<T>),
+    /// Undecodable: reported and skipped.
+    Skipped,
+    /// The stream ended (cleanly, or by a transport error or timeout).
+    Ended,
+}
+
 /// Runs `f` unless `cancel` fires first.
 async fn cancellable<F: Future>(cancel: &CancellationToken, f: F) -> Option<F::Output> {
     tokio::select! {
@@ -654,21 +663,10 @@ impl<T: Object> Reflector<T> {
                 Next::Idle(d) => return Err(Error::WatchIdle(d)),
                 Next::Cancelled => return Ok(InitialEvents::Cancelled),
             };
-            let ev = match item {
-                None | Some(Err(Error::Transport(_) | Error::Timeout)) => {
-                    if count == 0 && start.elapsed() < VERY_SHORT_WATCH {
-                        return Err(Error::VeryShortWatch {
-                            name: self.name.clone(),
-                        });
-                    }
-                    return Ok(InitialEvents::Ended);
-                }
-                Some(Err(e @ Error::Decode { .. })) => {
-                    self.report_decode(&e);
-                    continue;
-                }
-                Some(Err(e)) => return Err(e),
-                Some(Ok(ev)) => ev,
+            let ev = match self.classify(item, count, start)? {
+                Item::Event(ev) => ev,
+                Item::Skipped => continue,
+                Item::Ended => return Ok(InitialEvents::Ended),
             };
             count += 1;
             match ev {
@@ -698,6 +696,33 @@ impl<T: Object> Reflector<T> {
                 }
                 WatchEvent::Error(s) => return Err(Error::Api(s)),
             }
+        }
+    }
+
+    /// Sorts a watch stream's item: an event; a decode error (reported, then skipped); or the
+    /// end of the stream, which is an error if it came before any event and too soon after
+    /// `start` (client-go's "very short watch"). Other errors are returned.
+    fn classify(
+        &self,
+        item: Option<Result<WatchEvent<T>, Error>>,
+        count: usize,
+        start: Instant,
+    ) -> Result<Item<T>, Error> {
+        match item {
+            None | Some(Err(Error::Transport(_) | Error::Timeout)) => {
+                if count == 0 && start.elapsed() < VERY_SHORT_WATCH {
+                    return Err(Error::VeryShortWatch {
+                        name: self.name.clone(),
+                    });
+                }
+                Ok(Item::Ended)
+            }
+            Some(Err(e @ Error::Decode { .. })) => {
+                self.report_decode(&e);
+                Ok(Item::Skipped)
+            }
+            Some(Err(e)) => Err(e),
+            Some(Ok(ev)) => Ok(Item::Event(ev)),
         }
     }
 
@@ -816,21 +841,10 @@ impl<T: Object> Reflector<T> {
                 Next::Idle(d) => return Err(Error::WatchIdle(d)),
                 Next::Cancelled => return Ok(WatchEnd::Cancelled),
             };
-            let ev = match item {
-                None | Some(Err(Error::Transport(_) | Error::Timeout)) => {
-                    if count == 0 && start.elapsed() < VERY_SHORT_WATCH {
-                        return Err(Error::VeryShortWatch {
-                            name: self.name.clone(),
-                        });
-                    }
-                    return Ok(WatchEnd::Clean);
-                }
-                Some(Err(e @ Error::Decode { .. })) => {
-                    self.report_decode(&e);
-                    continue;
-                }
-                Some(Err(e)) => return Err(e),
-                Some(Ok(ev)) => ev,
+            let ev = match self.classify(item, count, start)? {
+                Item::Event(ev) => ev,
+                Item::Skipped => continue,
+                Item::Ended => return Ok(WatchEnd::Clean),
             };
             count += 1;
             let (obj, result) = match ev {

@@ -54,6 +54,17 @@ impl ModelDelta {
         }
     }
 
+    /// A whole-queue delta (`ReplacedAll`, `SyncAll` or `Bookmark`): no key, not a tombstone.
+    fn whole(kind: DeltaType, resource_version: Option<String>, objects: Vec<ModelObject>) -> Self {
+        Self {
+            kind,
+            key: String::new(),
+            resource_version,
+            tombstone: false,
+            objects,
+        }
+    }
+
     /// The projection of a real delta; keys are computed with `namespace/name`.
     #[must_use]
     pub fn of<T: Object>(delta: &Delta<T>) -> Self {
@@ -81,27 +92,19 @@ impl ModelDelta {
             Delta::ReplacedAll {
                 objects: list,
                 resource_version,
-            } => Self {
-                kind: DeltaType::ReplacedAll,
-                key: String::new(),
-                resource_version: Some(resource_version.clone()),
-                tombstone: false,
-                objects: objects(list),
-            },
-            Delta::SyncAll { objects: list } => Self {
-                kind: DeltaType::SyncAll,
-                key: String::new(),
-                resource_version: None,
-                tombstone: false,
-                objects: objects(list),
-            },
-            Delta::Bookmark { resource_version } => Self {
-                kind: DeltaType::Bookmark,
-                key: String::new(),
-                resource_version: Some(resource_version.clone()),
-                tombstone: false,
-                objects: Vec::new(),
-            },
+            } => Self::whole(
+                DeltaType::ReplacedAll,
+                Some(resource_version.clone()),
+                objects(list),
+            ),
+            Delta::SyncAll { objects: list } => {
+                Self::whole(DeltaType::SyncAll, None, objects(list))
+            }
+            Delta::Bookmark { resource_version } => Self::whole(
+                DeltaType::Bookmark,
+                Some(resource_version.clone()),
+                Vec::new(),
+            ),
         }
     }
 
@@ -163,6 +166,29 @@ impl SyncState {
 
 /// What a model pop produced: the deltas and whether they were in the initial list.
 pub type ModelPop = (Vec<ModelDelta>, bool);
+
+/// The pop of a keyed queue: takes the first entry and, with `requeue`, puts it back at the end
+/// unless its key was queued again meanwhile; else counts it as processed. Returns the entry's
+/// value and whether it was in the initial list; `None` when nothing is queued.
+fn pop_keyed<D: Clone>(
+    entries: &mut Vec<(String, D)>,
+    sync: &mut SyncState,
+    requeue: bool,
+) -> Option<(D, bool)> {
+    if entries.is_empty() {
+        return None;
+    }
+    let (key, value) = entries.remove(0);
+    let in_initial = !sync.synced;
+    if requeue {
+        if entries.iter().all(|(k, _)| *k != key) {
+            entries.push((key, value.clone()));
+        }
+    } else {
+        sync.processed(1);
+    }
+    Some((value, in_initial))
+}
 
 /// The model of `DeltaFifo`: keys in queue order, each with its deltas.
 #[derive(Debug, Clone, Default)]
@@ -282,24 +308,24 @@ impl DeltaFifoModel {
 
     /// A pop; `requeue` as the process function's answer. `None` when nothing is queued.
     pub fn pop(&mut self, requeue: bool) -> Option<ModelPop> {
-        if self.entries.is_empty() {
-            return None;
-        }
-        let (key, deltas) = self.entries.remove(0);
-        let in_initial = !self.sync.synced;
-        if requeue {
-            if self.position(&key).is_none() {
-                self.entries.push((key, deltas.clone()));
-            }
-        } else {
-            self.sync.processed(1);
-        }
-        Some((deltas, in_initial))
+        pop_keyed(&mut self.entries, &mut self.sync, requeue)
     }
 
     /// `close`.
     pub fn close(&mut self) {
         self.closed = true;
+    }
+
+    /// Whether the queue has synced.
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        self.sync.synced
+    }
+
+    /// Whether the queue is closed.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.closed
     }
 
     /// The queued keys, in order.
@@ -320,18 +346,6 @@ impl DeltaFifoModel {
     pub fn newest(&self, key: &str) -> Option<Option<String>> {
         let deltas = self.deltas(key)?;
         Some(deltas.last().and_then(|d| d.resource_version.clone()))
-    }
-
-    /// Whether the queue has synced.
-    #[must_use]
-    pub fn has_synced(&self) -> bool {
-        self.sync.synced
-    }
-
-    /// Whether the queue is closed.
-    #[must_use]
-    pub fn is_closed(&self) -> bool {
-        self.closed
     }
 
     /// How many times the transformer ran.
@@ -392,24 +406,25 @@ impl FifoModel {
 
     /// A pop; `requeue` as the process function's answer.
     pub fn pop(&mut self, requeue: bool) -> Option<ModelPop> {
-        if self.entries.is_empty() {
-            return None;
-        }
-        let (key, delta) = self.entries.remove(0);
-        let in_initial = !self.sync.synced;
-        if requeue {
-            if self.entries.iter().all(|(k, _)| *k != key) {
-                self.entries.push((key, delta.clone()));
-            }
-        } else {
-            self.sync.processed(1);
-        }
+        let (delta, in_initial) = pop_keyed(&mut self.entries, &mut self.sync, requeue)?;
         Some((vec![delta], in_initial))
     }
 
     /// `close`.
     pub fn close(&mut self) {
         self.closed = true;
+    }
+
+    /// Whether the queue has synced.
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        self.sync.synced
+    }
+
+    /// Whether the queue is closed.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.closed
     }
 
     /// The queued keys, in order.
@@ -425,18 +440,6 @@ impl FifoModel {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, d)| d.resource_version.clone())
-    }
-
-    /// Whether the queue has synced.
-    #[must_use]
-    pub fn has_synced(&self) -> bool {
-        self.sync.synced
-    }
-
-    /// Whether the queue is closed.
-    #[must_use]
-    pub fn is_closed(&self) -> bool {
-        self.closed
     }
 }
 
@@ -467,36 +470,27 @@ impl RealFifoModel {
     /// `replace` with `list` at `rv`.
     pub fn replace(&mut self, list: &[ModelObject], rv: &str) {
         self.transforms += list.len();
-        self.items.push_back(ModelDelta {
-            kind: DeltaType::ReplacedAll,
-            key: String::new(),
-            resource_version: Some(rv.to_owned()),
-            tombstone: false,
-            objects: list.to_vec(),
-        });
+        self.items.push_back(ModelDelta::whole(
+            DeltaType::ReplacedAll,
+            Some(rv.to_owned()),
+            list.to_vec(),
+        ));
         self.sync.replaced(self.items.len());
     }
 
     /// `resync`.
     pub fn resync(&mut self) {
-        self.items.push_back(ModelDelta {
-            kind: DeltaType::SyncAll,
-            key: String::new(),
-            resource_version: None,
-            tombstone: false,
-            objects: Vec::new(),
-        });
+        self.items
+            .push_back(ModelDelta::whole(DeltaType::SyncAll, None, Vec::new()));
     }
 
     /// `bookmark` at `rv`.
     pub fn bookmark(&mut self, rv: &str) {
-        self.items.push_back(ModelDelta {
-            kind: DeltaType::Bookmark,
-            key: String::new(),
-            resource_version: Some(rv.to_owned()),
-            tombstone: false,
-            objects: Vec::new(),
-        });
+        self.items.push_back(ModelDelta::whole(
+            DeltaType::Bookmark,
+            Some(rv.to_owned()),
+            Vec::new(),
+        ));
     }
 
     /// A pop of up to `max` deltas; a `SyncAll` is filled from `known` (the known objects at
@@ -543,6 +537,18 @@ impl RealFifoModel {
         self.closed = true;
     }
 
+    /// Whether the queue has synced.
+    #[must_use]
+    pub fn has_synced(&self) -> bool {
+        self.sync.synced
+    }
+
+    /// Whether the queue is closed.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
     /// How many deltas are queued.
     #[must_use]
     pub fn len(&self) -> usize {
@@ -559,18 +565,6 @@ impl RealFifoModel {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
-    }
-
-    /// Whether the queue has synced.
-    #[must_use]
-    pub fn has_synced(&self) -> bool {
-        self.sync.synced
-    }
-
-    /// Whether the queue is closed.
-    #[must_use]
-    pub fn is_closed(&self) -> bool {
-        self.closed
     }
 
     /// How many times the transformer ran.

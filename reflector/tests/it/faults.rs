@@ -5,7 +5,7 @@ use std::time::Duration;
 use kcache_reflector::{Error, Status};
 use tokio::time::Instant;
 
-use crate::support::{Env, drive, list, pod, sleep_secs, watch};
+use crate::support::{Env, assert_first_backoff, drive, first_list, pod, sleep_secs, watch};
 
 #[tokio::test(start_paused = true)]
 async fn repeated_list_failures_back_off_doubling_to_the_30s_cap_then_reset() {
@@ -14,15 +14,9 @@ async fn repeated_list_failures_back_off_doubling_to_the_30s_cap_then_reset() {
         env.handle
             .fail_next_list_with_status(Status::internal_error("down"));
     }
-    let r = env.classic();
     let mut gaps = Vec::new();
-    drive(&r, async {
-        let mut last = Instant::now();
-        for n in 2..=10 {
-            env.handle.wait_for_lists(n).await;
-            gaps.push(last.elapsed());
-            last = Instant::now();
-        }
+    env.run_classic(async {
+        gaps = env.list_gaps(2..=10).await;
         env.handle.wait_for_watches(1).await;
         // Two quiet minutes reset the backoff.
         sleep_secs(150).await;
@@ -42,11 +36,7 @@ async fn repeated_list_failures_back_off_doubling_to_the_30s_cap_then_reset() {
     }
     // The cap was reached: 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30, 30, 30.
     assert!(gaps[8] >= Duration::from_secs(30));
-    let reset = gaps[9];
-    assert!(
-        reset >= Duration::from_millis(800) && reset < Duration::from_millis(1600),
-        "{reset:?}"
-    );
+    assert_first_backoff(gaps[9]);
     assert_eq!(env.errors().len(), 10);
     env.assert_store_matches();
 }
@@ -58,17 +48,9 @@ async fn same_seed_same_delays() {
         for _ in 0..4 {
             env.handle.fail_next_list(Error::Timeout);
         }
-        let r = env.classic();
         let mut gaps = Vec::new();
-        drive(&r, async {
-            let mut last = Instant::now();
-            for n in 2..=5 {
-                env.handle.wait_for_lists(n).await;
-                gaps.push(last.elapsed());
-                last = Instant::now();
-            }
-        })
-        .await;
+        env.run_classic(async { gaps = env.list_gaps(2..=5).await })
+            .await;
         gaps
     }
     assert_eq!(gaps().await, gaps().await);
@@ -80,9 +62,8 @@ async fn cancel_stops_promptly_even_in_a_backoff_sleep() {
     for _ in 0..5 {
         env.handle.fail_next_list(Error::Timeout);
     }
-    let r = env.classic();
     let start = Instant::now();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_lists(4).await;
         sleep_secs(1).await;
     })
@@ -97,19 +78,14 @@ async fn cancel_stops_promptly_even_in_a_backoff_sleep() {
 async fn cancel_stops_promptly_on_a_stalled_watch() {
     let env = Env::with_pods(1);
     env.handle.stall_next_watch();
-    let r = env
-        .builder()
-        .use_watch_list(false)
-        .idle_timeout(None)
-        .build();
     let start = Instant::now();
-    drive(&r, async {
+    env.run(env.classic_builder().idle_timeout(None), async {
         env.handle.wait_for_watches(1).await;
         sleep_secs(3600).await;
     })
     .await;
     assert_eq!(start.elapsed(), Duration::from_secs(3600));
-    assert_eq!(env.requests(), [list("0", Some(500)), watch("1")]);
+    env.assert_requests(&[first_list(), watch("1")]);
 }
 
 #[tokio::test(start_paused = true)]

@@ -4,19 +4,22 @@
 use kcache_reflector::{ListOptions, Status};
 use kcache_store::Store;
 use kcache_testing::FakeRequest;
+use tokio::time::Instant;
 
-use crate::support::{Env, drive, list, list_continue, sleep_secs, watch};
+use crate::support::{
+    Env, assert_first_backoff, first_list, list, list_continue, pod, relist, sleep_secs, watch,
+};
 
 #[tokio::test(start_paused = true)]
 async fn first_start_lists_at_rv_0_with_limit_500_then_watches_from_the_list_rv() {
     let env = Env::with_pods(3);
-    let r = env.classic();
-    drive(&r, async {
-        env.handle.wait_for_watches(1).await;
-        env.wait_synced().await;
-    })
-    .await;
-    assert_eq!(env.requests(), [list("0", Some(500)), watch("3")]);
+    let r = env
+        .run_classic(async {
+            env.handle.wait_for_watches(1).await;
+            env.wait_synced().await;
+        })
+        .await;
+    env.assert_requests(&[list("0", Some(500)), watch("3")]);
     assert_eq!(r.last_sync_resource_version(), "3");
     assert_eq!(env.store.last_sync_resource_version().as_deref(), Some("3"));
     env.assert_store_matches();
@@ -26,17 +29,13 @@ async fn first_start_lists_at_rv_0_with_limit_500_then_watches_from_the_list_rv(
 #[tokio::test(start_paused = true)]
 async fn selectors_are_sent_on_every_request() {
     let env = Env::with_pods(2);
-    let r = env
-        .builder()
-        .use_watch_list(false)
-        .list_options(
-            ListOptions::default()
-                .with_label_selector("app=web")
-                .with_field_selector("metadata.namespace=ns")
-                .with_resource_version("999"),
-        )
-        .build();
-    drive(&r, async {
+    let builder = env.classic_builder().list_options(
+        ListOptions::default()
+            .with_label_selector("app=web")
+            .with_field_selector("metadata.namespace=ns")
+            .with_resource_version("999"),
+    );
+    env.run(builder, async {
         env.handle.wait_for_watches(1).await;
         env.handle.expire_watches();
         env.handle.wait_for_watches(2).await;
@@ -53,25 +52,27 @@ async fn selectors_are_sent_on_every_request() {
     assert!(env.store.is_empty());
 }
 
-#[tokio::test(start_paused = true)]
-async fn pages_are_followed_and_joined_when_the_server_pages_rv_0() {
-    let env = Env::with_pods(5);
-    env.handle.set_watch_cache(false);
-    let r = env.builder().use_watch_list(false).page_size(2).build();
-    drive(&r, async {
+/// Runs a classic reflector paging at 2 over five pods, with no watch cache, until it has
+/// listed them all and watches.
+async fn run_paged_by_2_over_5_pods(env: &Env) {
+    env.run(env.classic_builder().page_size(2), async {
         env.handle.wait_for_watches(1).await;
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [
-            list("0", Some(2)),
-            list_continue("snap-0-2", Some(2)),
-            list_continue("snap-1-4", Some(2)),
-            watch("5"),
-        ]
-    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn pages_are_followed_and_joined_when_the_server_pages_rv_0() {
+    let env = Env::with_pods(5);
+    env.handle.set_watch_cache(false);
+    run_paged_by_2_over_5_pods(&env).await;
+    env.assert_requests(&[
+        list("0", Some(2)),
+        list_continue("snap-0-2", Some(2)),
+        list_continue("snap-1-4", Some(2)),
+        watch("5"),
+    ]);
     env.assert_store_matches();
 }
 
@@ -80,45 +81,28 @@ async fn expired_continue_token_falls_back_to_one_full_list_at_the_requested_rv(
     let env = Env::with_pods(5);
     env.handle.set_watch_cache(false);
     env.handle.expire_next_continue_token();
-    let r = env.builder().use_watch_list(false).page_size(2).build();
-    drive(&r, async {
-        env.handle.wait_for_watches(1).await;
-        env.wait_synced().await;
-    })
-    .await;
-    assert_eq!(
-        env.requests(),
-        [
-            list("0", Some(2)),
-            list_continue("snap-0-2", Some(2)),
-            list("0", None),
-            watch("5"),
-        ]
-    );
+    run_paged_by_2_over_5_pods(&env).await;
+    env.assert_requests(&[
+        list("0", Some(2)),
+        list_continue("snap-0-2", Some(2)),
+        list("0", None),
+        watch("5"),
+    ]);
     env.assert_store_matches();
 }
 
 #[tokio::test(start_paused = true)]
 async fn relist_at_a_real_rv_is_unpaginated_so_the_watch_cache_serves_it() {
     let env = Env::with_pods(2);
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(1).await;
-        env.handle.add(crate::support::pod("p3"));
+        env.handle.add(pod("p3"));
         env.wait_synced().await;
         env.handle.send_error(&Status::internal_error("boom"));
         env.handle.wait_for_watches(2).await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [
-            list("0", Some(500)),
-            watch("2"),
-            list("3", None),
-            watch("3")
-        ]
-    );
+    env.assert_requests(&[first_list(), watch("2"), list("3", None), watch("3")]);
     env.assert_store_matches();
 }
 
@@ -126,34 +110,29 @@ async fn relist_at_a_real_rv_is_unpaginated_so_the_watch_cache_serves_it() {
 async fn paginated_rv_0_result_latches_paging_for_later_relists() {
     let env = Env::with_pods(501);
     env.handle.set_watch_cache(false);
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(1).await;
         env.handle.expire_watches();
         env.handle.wait_for_watches(2).await;
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [
-            list("0", Some(500)),
-            list_continue("snap-0-500", Some(500)),
-            watch("501"),
-            // The latch: the server paged an RV "0" list, so relists stay paged.
-            list("501", Some(500)),
-            list_continue("snap-1-500", Some(500)),
-            watch("501"),
-        ]
-    );
+    env.assert_requests(&[
+        list("0", Some(500)),
+        list_continue("snap-0-500", Some(500)),
+        watch("501"),
+        // The latch: the server paged an RV "0" list, so relists stay paged.
+        list("501", Some(500)),
+        list_continue("snap-1-500", Some(500)),
+        watch("501"),
+    ]);
     env.assert_store_matches();
 }
 
 #[tokio::test(start_paused = true)]
 async fn expired_relist_retries_at_once_at_rv_empty() {
     let env = Env::with_pods(3);
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(1).await;
         env.handle.fail_next_list_with_status(Status::expired(
             "The resourceVersion for the provided list is too old.",
@@ -162,24 +141,20 @@ async fn expired_relist_retries_at_once_at_rv_empty() {
         env.handle.wait_for_watches(2).await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [
-            list("0", Some(500)),
-            watch("3"),
-            list("3", None),
-            list("", None),
-            watch("3"),
-        ]
-    );
+    env.assert_requests(&[
+        first_list(),
+        watch("3"),
+        relist("3"),
+        list("", None),
+        watch("3"),
+    ]);
     env.assert_store_matches();
 }
 
 #[tokio::test(start_paused = true)]
 async fn too_large_rv_on_relist_retries_at_rv_empty_then_goes_back_to_the_last_rv() {
     let env = Env::with_pods(3);
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(1).await;
         env.handle
             .fail_next_list_with_status(Status::too_large_resource_version(3, 2));
@@ -189,19 +164,16 @@ async fn too_large_rv_on_relist_retries_at_rv_empty_then_goes_back_to_the_last_r
         env.handle.wait_for_watches(3).await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [
-            list("0", Some(500)),
-            watch("3"),
-            list("3", None),
-            list("", None),
-            watch("3"),
-            // A successful list clears the "unavailable" mark.
-            list("3", None),
-            watch("3"),
-        ]
-    );
+    env.assert_requests(&[
+        first_list(),
+        watch("3"),
+        relist("3"),
+        list("", None),
+        watch("3"),
+        // A successful list clears the "unavailable" mark.
+        relist("3"),
+        watch("3"),
+    ]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -209,25 +181,16 @@ async fn failed_first_list_is_retried_at_rv_0_after_a_backoff() {
     let env = Env::with_pods(1);
     env.handle
         .fail_next_list_with_status(Status::internal_error("etcd is down"));
-    let r = env.classic();
-    let start = tokio::time::Instant::now();
-    drive(&r, async {
+    let start = Instant::now();
+    env.run_classic(async {
         env.handle.wait_for_lists(2).await;
-        let waited = start.elapsed();
-        assert!(
-            waited.as_millis() >= 800 && waited.as_millis() < 1600,
-            "{waited:?}"
-        );
+        assert_first_backoff(start.elapsed());
         env.handle.wait_for_watches(1).await;
         sleep_secs(1).await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [list("0", Some(500)), list("0", Some(500)), watch("1")]
-    );
-    assert_eq!(env.errors().len(), 1);
-    assert!(env.errors()[0].contains("etcd is down"));
+    env.assert_requests(&[list("0", Some(500)), list("0", Some(500)), watch("1")]);
+    assert!(env.only_error().contains("etcd is down"));
     env.assert_store_matches();
     assert!(matches!(env.handle.requests()[0], FakeRequest::List(_)));
 }

@@ -1,6 +1,7 @@
 //! Shared helpers: objects, a reflector over a fake, request normalisation, store comparison.
 
 use std::future::Future;
+use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use kcache_reflector::{ListOptions, Reflector, ReflectorBuilder, ResourceVersionMatch};
 use kcache_store::{Cache, DynamicObject, ObjectKey, Store};
 use kcache_testing::{FakeHandle, FakeListerWatcher, FakeRequest};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) type Obj = DynamicObject;
@@ -98,9 +100,35 @@ impl Env {
             .decode_error_handler(move |e| decode.lock().unwrap().push(e.to_string()))
     }
 
+    /// [`Env::builder`] for the classic list-then-watch reflector.
+    pub(crate) fn classic_builder(&self) -> ReflectorBuilder<Obj> {
+        self.builder().use_watch_list(false)
+    }
+
     /// The classic list-then-watch reflector.
     pub(crate) fn classic(&self) -> Reflector<Obj> {
-        self.builder().use_watch_list(false).build()
+        self.classic_builder().build()
+    }
+
+    /// Builds `builder`'s reflector, [`drive`]s it through `script` and hands it back.
+    pub(crate) async fn run(
+        &self,
+        builder: ReflectorBuilder<Obj>,
+        script: impl Future<Output = ()>,
+    ) -> Reflector<Obj> {
+        let reflector = builder.build();
+        drive(&reflector, script).await;
+        reflector
+    }
+
+    /// [`Env::run`] with the classic list-then-watch reflector.
+    pub(crate) async fn run_classic(&self, script: impl Future<Output = ()>) -> Reflector<Obj> {
+        self.run(self.classic_builder(), script).await
+    }
+
+    /// [`Env::run`] with the default reflector, which starts with a streaming list.
+    pub(crate) async fn run_streaming(&self, script: impl Future<Output = ()>) -> Reflector<Obj> {
+        self.run(self.builder(), script).await
     }
 
     /// The recorded requests, with each watch's random `timeoutSeconds` checked to be in
@@ -118,6 +146,12 @@ impl Env {
                 list @ FakeRequest::List(_) => list,
             })
             .collect()
+    }
+
+    /// Asserts that the recorded requests (see [`Env::requests`]) are exactly `want`, in order.
+    #[track_caller]
+    pub(crate) fn assert_requests(&self, want: &[FakeRequest]) {
+        assert_eq!(self.requests(), want);
     }
 
     /// Asserts that the store holds exactly the fake's state.
@@ -146,6 +180,34 @@ impl Env {
     pub(crate) fn errors(&self) -> Vec<String> {
         self.errors.lock().unwrap().clone()
     }
+
+    /// The one error the watch-error hook saw; fails unless there was exactly one.
+    #[track_caller]
+    pub(crate) fn only_error(&self) -> String {
+        let errors = self.errors();
+        assert_eq!(errors.len(), 1, "want exactly one error: {errors:?}");
+        errors[0].clone()
+    }
+
+    /// Waits until the fake has served `n` watches; returns how long that took.
+    pub(crate) async fn time_until_watches(&self, n: usize) -> Duration {
+        let start = Instant::now();
+        self.handle.wait_for_watches(n).await;
+        start.elapsed()
+    }
+
+    /// Waits for each list count in `counts` in turn, returning the time each wait took (so
+    /// the gaps between list attempts, the first measured from the call).
+    pub(crate) async fn list_gaps(&self, counts: RangeInclusive<usize>) -> Vec<Duration> {
+        let mut gaps = Vec::new();
+        let mut last = Instant::now();
+        for n in counts {
+            self.handle.wait_for_lists(n).await;
+            gaps.push(last.elapsed());
+            last = Instant::now();
+        }
+        gaps
+    }
 }
 
 /// Runs `reflector` while `script` runs, then cancels it and waits for it to stop.
@@ -155,6 +217,16 @@ pub(crate) async fn drive(reflector: &Reflector<Obj>, script: impl Future<Output
         script.await;
         cancel.cancel();
     });
+}
+
+/// A fresh reflector's first list: at RV "0", paged at 500.
+pub(crate) fn first_list() -> FakeRequest {
+    list("0", Some(500))
+}
+
+/// An unpaged relist at `rv` (so the watch cache can serve it).
+pub(crate) fn relist(rv: &str) -> FakeRequest {
+    list(rv, None)
 }
 
 /// A list request at `rv` with `limit`.
@@ -198,4 +270,13 @@ pub(crate) fn watch_list(rv: &str) -> FakeRequest {
 /// Sleeps `secs` seconds of (paused) tokio time.
 pub(crate) async fn sleep_secs(secs: u64) {
     tokio::time::sleep(Duration::from_secs(secs)).await;
+}
+
+/// Asserts that `waited` is a first backoff step: 800 ms with up to 100% jitter.
+#[track_caller]
+pub(crate) fn assert_first_backoff(waited: Duration) {
+    assert!(
+        waited >= Duration::from_millis(800) && waited < Duration::from_millis(1600),
+        "{waited:?}"
+    );
 }

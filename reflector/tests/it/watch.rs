@@ -8,33 +8,32 @@ use kcache_reflector::{Error, Status};
 use kcache_store::Store;
 use tokio::time::Instant;
 
-use crate::support::{Env, drive, list, pod, sleep_secs, watch};
+use crate::support::{
+    Env, assert_first_backoff, drive, first_list, pod, relist, sleep_secs, watch,
+};
 
 #[tokio::test(start_paused = true)]
 async fn clean_close_rewatches_from_the_last_rv_at_once_without_relist() {
     let env = Env::with_pods(3);
-    let r = env.classic();
-    drive(&r, async {
-        env.handle.wait_for_watches(1).await;
-        env.handle.add(pod("p4"));
-        env.wait_synced().await;
-        sleep_secs(2).await;
-        let closed_at = Instant::now();
-        env.handle.close_watches();
-        env.handle.wait_for_watches(2).await;
-        assert_eq!(
-            closed_at.elapsed(),
-            Duration::ZERO,
-            "no backoff on a clean close"
-        );
-        env.handle.add(pod("p5"));
-        env.wait_synced().await;
-    })
-    .await;
-    assert_eq!(
-        env.requests(),
-        [list("0", Some(500)), watch("3"), watch("4")]
-    );
+    let r = env
+        .run_classic(async {
+            env.handle.wait_for_watches(1).await;
+            env.handle.add(pod("p4"));
+            env.wait_synced().await;
+            sleep_secs(2).await;
+            let closed_at = Instant::now();
+            env.handle.close_watches();
+            env.handle.wait_for_watches(2).await;
+            assert_eq!(
+                closed_at.elapsed(),
+                Duration::ZERO,
+                "no backoff on a clean close"
+            );
+            env.handle.add(pod("p5"));
+            env.wait_synced().await;
+        })
+        .await;
+    env.assert_requests(&[first_list(), watch("3"), watch("4")]);
     assert_eq!(r.last_sync_resource_version(), "5");
     env.assert_store_matches();
     assert!(env.errors().is_empty());
@@ -43,25 +42,20 @@ async fn clean_close_rewatches_from_the_last_rv_at_once_without_relist() {
 #[tokio::test(start_paused = true)]
 async fn dropped_connection_rewatches_like_a_clean_close() {
     let env = Env::with_pods(1);
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(1).await;
         sleep_secs(5).await;
         env.handle.drop_watches();
         env.handle.wait_for_watches(2).await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [list("0", Some(500)), watch("1"), watch("1")]
-    );
+    env.assert_requests(&[first_list(), watch("1"), watch("1")]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn expired_error_event_mid_watch_relists_at_the_last_rv_after_a_backoff() {
     let env = Env::with_pods(3);
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(1).await;
         env.handle.add(pod("p4"));
         env.handle.delete(&pod("p1"));
@@ -69,25 +63,15 @@ async fn expired_error_event_mid_watch_relists_at_the_last_rv_after_a_backoff() 
         let at = Instant::now();
         env.handle.expire_watches();
         env.handle.wait_for_lists(2).await;
-        let waited = at.elapsed();
-        assert!(waited >= Duration::from_millis(800) && waited < Duration::from_millis(1600));
+        assert_first_backoff(at.elapsed());
         env.handle.wait_for_watches(2).await;
         env.handle.add(pod("p6"));
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [
-            list("0", Some(500)),
-            watch("3"),
-            list("5", None),
-            watch("5")
-        ]
-    );
+    env.assert_requests(&[first_list(), watch("3"), relist("5"), watch("5")]);
     env.assert_store_matches();
-    assert_eq!(env.errors().len(), 1);
-    assert!(env.errors()[0].contains("too old resource version"));
+    assert!(env.only_error().contains("too old resource version"));
 }
 
 #[tokio::test(start_paused = true)]
@@ -96,21 +80,12 @@ async fn direct_410_at_watch_start_relists_at_the_last_rv() {
     env.handle.fail_next_watch_with_status(Status::expired(
         "The resourceVersion for the provided watch is too old.",
     ));
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(2).await;
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [
-            list("0", Some(500)),
-            watch("2"),
-            list("2", None),
-            watch("2")
-        ]
-    );
+    env.assert_requests(&[first_list(), watch("2"), relist("2"), watch("2")]);
     env.assert_store_matches();
     assert_eq!(env.errors().len(), 1);
 }
@@ -119,44 +94,26 @@ async fn direct_410_at_watch_start_relists_at_the_last_rv() {
 async fn expired_error_event_at_watch_start_relists_at_the_last_rv() {
     let env = Env::with_pods(2);
     env.handle.expire_next_watch();
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(2).await;
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [
-            list("0", Some(500)),
-            watch("2"),
-            list("2", None),
-            watch("2")
-        ]
-    );
+    env.assert_requests(&[first_list(), watch("2"), relist("2"), watch("2")]);
     env.assert_store_matches();
 }
 
 #[tokio::test(start_paused = true)]
 async fn other_error_events_relist_at_the_last_rv() {
     let env = Env::with_pods(2);
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(1).await;
         env.handle
             .send_error(&Status::internal_error("storage read error"));
         env.handle.wait_for_watches(2).await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [
-            list("0", Some(500)),
-            watch("2"),
-            list("2", None),
-            watch("2")
-        ]
-    );
+    env.assert_requests(&[first_list(), watch("2"), relist("2"), watch("2")]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -164,26 +121,19 @@ async fn too_many_requests_on_watch_waits_retry_after_without_relist() {
     let env = Env::with_pods(2);
     env.handle
         .fail_next_watch_with_status(Status::too_many_requests(Some(7)));
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(1).await;
-        let at = Instant::now();
-        env.handle.wait_for_watches(2).await;
-        assert_eq!(at.elapsed(), Duration::from_secs(7));
+        assert_eq!(env.time_until_watches(2).await, Duration::from_secs(7));
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [list("0", Some(500)), watch("2"), watch("2")]
-    );
+    env.assert_requests(&[first_list(), watch("2"), watch("2")]);
     env.assert_store_matches();
 }
 
 #[tokio::test(start_paused = true)]
 async fn too_many_requests_error_event_rewatches_after_retry_after() {
     let env = Env::with_pods(2);
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(1).await;
         let at = Instant::now();
         env.handle.send_error(&Status::too_many_requests(Some(3)));
@@ -191,10 +141,7 @@ async fn too_many_requests_error_event_rewatches_after_retry_after() {
         assert_eq!(at.elapsed(), Duration::from_secs(3));
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [list("0", Some(500)), watch("2"), watch("2")]
-    );
+    env.assert_requests(&[first_list(), watch("2"), watch("2")]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -202,19 +149,12 @@ async fn too_many_requests_without_retry_after_uses_the_backoff() {
     let env = Env::with_pods(1);
     env.handle
         .fail_next_watch_with_status(Status::too_many_requests(None));
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(1).await;
-        let at = Instant::now();
-        env.handle.wait_for_watches(2).await;
-        let waited = at.elapsed();
-        assert!(waited >= Duration::from_millis(800) && waited < Duration::from_millis(1600));
+        assert_first_backoff(env.time_until_watches(2).await);
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [list("0", Some(500)), watch("1"), watch("1")]
-    );
+    env.assert_requests(&[first_list(), watch("1"), watch("1")]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -224,34 +164,17 @@ async fn connection_refused_on_watch_is_retried_without_relist() {
         .fail_next_watch(Error::transport(std::io::Error::from(
             std::io::ErrorKind::ConnectionRefused,
         )));
-    let r = env.classic();
-    drive(&r, async { env.handle.wait_for_watches(2).await }).await;
-    assert_eq!(
-        env.requests(),
-        [list("0", Some(500)), watch("1"), watch("1")]
-    );
+    env.run_classic(env.handle.wait_for_watches(2)).await;
+    env.assert_requests(&[first_list(), watch("1"), watch("1")]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn watch_closed_in_under_a_second_without_events_relists() {
     let env = Env::with_pods(2);
     env.handle.close_next_watch();
-    let r = env.classic();
-    drive(&r, async {
-        env.handle.wait_for_watches(2).await;
-    })
-    .await;
-    assert_eq!(
-        env.requests(),
-        [
-            list("0", Some(500)),
-            watch("2"),
-            list("2", None),
-            watch("2")
-        ]
-    );
-    assert_eq!(env.errors().len(), 1);
-    assert!(env.errors()[0].starts_with("very short watch: test:"));
+    env.run_classic(env.handle.wait_for_watches(2)).await;
+    env.assert_requests(&[first_list(), watch("2"), relist("2"), watch("2")]);
+    assert!(env.only_error().starts_with("very short watch: test:"));
 }
 
 #[tokio::test(start_paused = true)]
@@ -272,10 +195,7 @@ async fn bookmarks_advance_the_last_synced_rv() {
         env.handle.wait_for_watches(2).await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [list("0", Some(500)), watch("2"), watch("4")]
-    );
+    env.assert_requests(&[first_list(), watch("2"), watch("4")]);
     assert_eq!(env.store.last_sync_resource_version().as_deref(), Some("4"));
     env.assert_store_matches();
 }
@@ -284,41 +204,32 @@ async fn bookmarks_advance_the_last_synced_rv() {
 async fn idle_timeout_ends_a_stalled_watch_and_rewatches() {
     let env = Env::with_pods(1);
     env.handle.stall_next_watch();
-    let r = env
-        .builder()
-        .use_watch_list(false)
-        .idle_timeout(Some(Duration::from_secs(60)))
-        .build();
-    drive(&r, async {
+    let builder = env
+        .classic_builder()
+        .idle_timeout(Some(Duration::from_secs(60)));
+    env.run(builder, async {
         env.handle.wait_for_watches(1).await;
-        let at = Instant::now();
-        env.handle.wait_for_watches(2).await;
-        assert_eq!(at.elapsed(), Duration::from_secs(60));
+        assert_eq!(env.time_until_watches(2).await, Duration::from_secs(60));
         env.handle.add(pod("p2"));
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [list("0", Some(500)), watch("1"), watch("1")]
-    );
-    assert_eq!(env.errors().len(), 1);
-    assert!(env.errors()[0].contains("watch delivered nothing"));
+    env.assert_requests(&[first_list(), watch("1"), watch("1")]);
+    assert!(env.only_error().contains("watch delivered nothing"));
     env.assert_store_matches();
 }
 
 #[tokio::test(start_paused = true)]
 async fn decode_error_is_reported_and_skipped_and_the_watch_goes_on() {
     let env = Env::with_pods(1);
-    let r = env.classic();
-    drive(&r, async {
+    env.run_classic(async {
         env.handle.wait_for_watches(1).await;
         env.handle.send_decode_error();
         env.handle.add(pod("p2"));
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(env.requests(), [list("0", Some(500)), watch("1")]);
+    env.assert_requests(&[first_list(), watch("1")]);
     assert_eq!(
         *env.decode_errors.lock().unwrap(),
         ["could not decode watch event"]
@@ -329,48 +240,39 @@ async fn decode_error_is_reported_and_skipped_and_the_watch_goes_on() {
 
 #[tokio::test(start_paused = true)]
 async fn resync_calls_store_resync_each_period_when_should_resync_says_so() {
-    let env = Env::with_pods(1);
-    let r = env
-        .builder()
-        .use_watch_list(false)
-        .resync_period(Duration::from_secs(30))
-        .build();
-    drive(&r, async {
-        env.handle.wait_for_watches(1).await;
-        sleep_secs(95).await;
-    })
-    .await;
-    assert_eq!(env.store.resyncs.load(Ordering::SeqCst), 3);
-    // Resync never talks to the server.
-    assert_eq!(env.requests(), [list("0", Some(500)), watch("1")]);
+    /// How often a classic reflector with a 30 s resync period (and `should_resync`'s answer,
+    /// if any) resyncs in 95 s.
+    async fn resyncs_in_95s(env: &Env, should_resync: Option<bool>) -> usize {
+        let mut builder = env.classic_builder().resync_period(Duration::from_secs(30));
+        if let Some(answer) = should_resync {
+            builder = builder.should_resync(move || answer);
+        }
+        env.run(builder, async {
+            env.handle.wait_for_watches(1).await;
+            sleep_secs(95).await;
+        })
+        .await;
+        env.store.resyncs.load(Ordering::SeqCst)
+    }
 
     let env = Env::with_pods(1);
-    let r = env
-        .builder()
-        .use_watch_list(false)
-        .resync_period(Duration::from_secs(30))
-        .should_resync(|| false)
-        .build();
-    drive(&r, async {
-        env.handle.wait_for_watches(1).await;
-        sleep_secs(95).await;
-    })
-    .await;
-    assert_eq!(env.store.resyncs.load(Ordering::SeqCst), 0);
+    assert_eq!(resyncs_in_95s(&env, None).await, 3);
+    // Resync never talks to the server.
+    env.assert_requests(&[first_list(), watch("1")]);
+
+    assert_eq!(resyncs_in_95s(&Env::with_pods(1), Some(false)).await, 0);
 }
 
 #[tokio::test(start_paused = true)]
 async fn transform_is_applied_before_storing() {
     let env = Env::with_pods(1);
-    let r = env
-        .builder()
-        .use_watch_list(false)
+    let builder = env
+        .classic_builder()
         .transform(|mut o: kcache_store::DynamicObject| {
             o.metadata.labels = Some([("seen".to_owned(), "yes".to_owned())].into());
             o
-        })
-        .build();
-    drive(&r, async {
+        });
+    env.run(builder, async {
         env.handle.wait_for_watches(1).await;
         env.handle.add(pod("p2"));
         kcache_testing::wait_until(Duration::from_secs(5), || env.store.len() == 2).await;

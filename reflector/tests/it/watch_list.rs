@@ -7,24 +7,24 @@ use kcache_store::Store;
 use kcache_testing::WatchListSupport;
 use tokio::time::Instant;
 
-use crate::support::{Env, drive, list, pod, sleep_secs, watch, watch_list};
+use crate::support::{Env, first_list, pod, sleep_secs, watch, watch_list};
 
 #[tokio::test(start_paused = true)]
 async fn streaming_list_accepted_replaces_at_the_bookmark_and_keeps_the_stream() {
     let env = Env::with_pods(3);
-    let r = env.builder().build();
-    drive(&r, async {
-        env.handle.wait_for_watches(1).await;
-        env.wait_synced().await;
-        env.handle.add(pod("p4"));
-        env.handle.delete(&pod("p2"));
-        env.wait_synced().await;
-        sleep_secs(2).await;
-        env.handle.close_watches();
-        env.handle.wait_for_watches(2).await;
-    })
-    .await;
-    assert_eq!(env.requests(), [watch_list(""), watch("5")]);
+    let r = env
+        .run_streaming(async {
+            env.handle.wait_for_watches(1).await;
+            env.wait_synced().await;
+            env.handle.add(pod("p4"));
+            env.handle.delete(&pod("p2"));
+            env.wait_synced().await;
+            sleep_secs(2).await;
+            env.handle.close_watches();
+            env.handle.wait_for_watches(2).await;
+        })
+        .await;
+    env.assert_requests(&[watch_list(""), watch("5")]);
     assert_eq!(r.last_sync_resource_version(), "5");
     env.assert_store_matches();
     assert!(env.errors().is_empty());
@@ -33,8 +33,7 @@ async fn streaming_list_accepted_replaces_at_the_bookmark_and_keeps_the_stream()
 #[tokio::test(start_paused = true)]
 async fn streaming_list_relist_after_410_uses_the_last_rv() {
     let env = Env::with_pods(2);
-    let r = env.builder().build();
-    drive(&r, async {
+    env.run_streaming(async {
         env.handle.wait_for_watches(1).await;
         env.handle.add(pod("p3"));
         env.wait_synced().await;
@@ -44,7 +43,7 @@ async fn streaming_list_relist_after_410_uses_the_last_rv() {
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(env.requests(), [watch_list(""), watch_list("3")]);
+    env.assert_requests(&[watch_list(""), watch_list("3")]);
     env.assert_store_matches();
 }
 
@@ -52,18 +51,14 @@ async fn streaming_list_relist_after_410_uses_the_last_rv() {
 async fn streaming_list_refused_falls_back_to_list_at_once() {
     let env = Env::with_pods(2);
     env.handle.set_watch_list(WatchListSupport::Refuse);
-    let r = env.builder().build();
     let start = Instant::now();
-    drive(&r, async {
+    env.run_streaming(async {
         env.handle.wait_for_watches(2).await;
         assert_eq!(start.elapsed(), Duration::ZERO);
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [watch_list(""), list("0", Some(500)), watch("2")]
-    );
+    env.assert_requests(&[watch_list(""), first_list(), watch("2")]);
     env.assert_store_matches();
 }
 
@@ -71,20 +66,14 @@ async fn streaming_list_refused_falls_back_to_list_at_once() {
 async fn streaming_list_ignored_by_an_old_server_falls_back_after_the_idle_timeout() {
     let env = Env::with_pods(2);
     env.handle.set_watch_list(WatchListSupport::Ignore);
-    let r = env
-        .builder()
-        .idle_timeout(Some(Duration::from_secs(60)))
-        .build();
-    drive(&r, async {
+    let builder = env.builder().idle_timeout(Some(Duration::from_secs(60)));
+    env.run(builder, async {
         env.handle.wait_for_lists(1).await;
         env.handle.wait_for_watches(2).await;
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [watch_list(""), list("0", Some(500)), watch("2")]
-    );
+    env.assert_requests(&[watch_list(""), first_list(), watch("2")]);
     env.assert_store_matches();
 }
 
@@ -93,24 +82,20 @@ async fn streaming_list_429_waits_retry_after_and_streams_again() {
     let env = Env::with_pods(2);
     env.handle
         .fail_next_watch_with_status(Status::too_many_requests(Some(5)));
-    let r = env.builder().build();
-    drive(&r, async {
+    env.run_streaming(async {
         env.handle.wait_for_watches(1).await;
-        let at = Instant::now();
-        env.handle.wait_for_watches(2).await;
-        assert_eq!(at.elapsed(), Duration::from_secs(5));
+        assert_eq!(env.time_until_watches(2).await, Duration::from_secs(5));
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(env.requests(), [watch_list(""), watch_list("")]);
+    env.assert_requests(&[watch_list(""), watch_list("")]);
     env.assert_store_matches();
 }
 
 #[tokio::test(start_paused = true)]
 async fn streaming_list_410_retries_at_once_at_rv_empty() {
     let env = Env::with_pods(2);
-    let r = env.builder().build();
-    drive(&r, async {
+    env.run_streaming(async {
         env.handle.wait_for_watches(1).await;
         env.wait_synced().await;
         // The next streaming list (after a relist-worthy error) is answered 410.
@@ -121,10 +106,7 @@ async fn streaming_list_410_retries_at_once_at_rv_empty() {
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(
-        env.requests(),
-        [watch_list(""), watch_list("2"), watch_list("")]
-    );
+    env.assert_requests(&[watch_list(""), watch_list("2"), watch_list("")]);
     env.assert_store_matches();
 }
 
@@ -132,8 +114,7 @@ async fn streaming_list_410_retries_at_once_at_rv_empty() {
 async fn streaming_list_that_ends_before_the_bookmark_is_retried() {
     let env = Env::with_pods(1);
     env.handle.set_watch_list(WatchListSupport::Ignore);
-    let r = env.builder().idle_timeout(None).build();
-    drive(&r, async {
+    env.run(env.builder().idle_timeout(None), async {
         env.handle.wait_for_watches(1).await;
         sleep_secs(2).await;
         // The server times the watch out: no bookmark came, so the streaming list is retried.
@@ -143,7 +124,7 @@ async fn streaming_list_that_ends_before_the_bookmark_is_retried() {
         env.wait_synced().await;
     })
     .await;
-    assert_eq!(env.requests(), [watch_list(""), watch_list("")]);
+    env.assert_requests(&[watch_list(""), watch_list("")]);
     env.assert_store_matches();
 }
 
@@ -151,21 +132,21 @@ async fn streaming_list_that_ends_before_the_bookmark_is_retried() {
 async fn bookmark_with_initial_events_end_false_does_not_end_the_initial_phase() {
     let env = Env::with_pods(1);
     env.handle.set_watch_list(WatchListSupport::Ignore);
-    let r = env.builder().idle_timeout(None).build();
-    drive(&r, async {
-        env.handle.wait_for_watches(1).await;
-        let mut not_yet = Bookmark::new("1");
-        not_yet
-            .annotations
-            .insert("k8s.io/initial-events-end".into(), "false".into());
-        env.handle.send_event(&WatchEvent::Bookmark(not_yet));
-        sleep_secs(1).await;
-        assert!(env.store.is_empty());
-        env.handle
-            .send_event(&WatchEvent::Bookmark(Bookmark::initial_events_end("1")));
-        env.wait_synced().await;
-    })
-    .await;
-    assert_eq!(env.requests(), [watch_list("")]);
+    let r = env
+        .run(env.builder().idle_timeout(None), async {
+            env.handle.wait_for_watches(1).await;
+            let mut not_yet = Bookmark::new("1");
+            not_yet
+                .annotations
+                .insert("k8s.io/initial-events-end".into(), "false".into());
+            env.handle.send_event(&WatchEvent::Bookmark(not_yet));
+            sleep_secs(1).await;
+            assert!(env.store.is_empty());
+            env.handle
+                .send_event(&WatchEvent::Bookmark(Bookmark::initial_events_end("1")));
+            env.wait_synced().await;
+        })
+        .await;
+    env.assert_requests(&[watch_list("")]);
     assert_eq!(r.last_sync_resource_version(), "1");
 }

@@ -231,6 +231,18 @@ pub(crate) struct WatchSetup {
     pub(crate) rx: mpsc::Receiver<Arc<Event>>,
 }
 
+/// The stored object an update or delete acts on, as [`State::existing`] finds it.
+struct Existing<'n> {
+    /// The object's resource.
+    resource: ApiResource,
+    /// The namespace as it applies to the resource: `None` when cluster-scoped.
+    namespace: Option<&'n str>,
+    /// The store key.
+    key: String,
+    /// The stored object.
+    old: Arc<DynamicObject>,
+}
+
 impl State {
     pub(crate) fn register(&mut self, resource: ApiResource) {
         self.resources
@@ -368,13 +380,54 @@ impl State {
         obj.metadata.creation_timestamp = Some(rfc3339(now_secs()));
         obj.metadata.generation = Some(1);
         obj.metadata.deletion_timestamp = None;
+        self.commit(id, EventType::Added, key, obj, None)
+    }
+
+    /// The stored object `name` of `id` that an update or delete acts on, with the resource, the
+    /// namespace as it applies to the resource (`None` when cluster-scoped) and the store key;
+    /// 404 Not Found if there is no such object.
+    fn existing<'n>(
+        &self,
+        id: &ResourceId,
+        namespace: Option<&'n str>,
+        name: &str,
+    ) -> Result<Existing<'n>, ApiError> {
+        let rs = self.resource(id)?;
+        let resource = rs.resource.clone();
+        let namespace = if resource.namespaced { namespace } else { None };
+        let key = key_of(namespace, name);
+        let Some(old) = rs.objects.get(&key).cloned() else {
+            return Err(ApiError::not_found(&resource.qualified(), name));
+        };
+        Ok(Existing {
+            resource,
+            namespace,
+            key,
+            old,
+        })
+    }
+
+    /// Writes `obj` at the next RV: stores it under `key` (removes `key` for
+    /// [`EventType::Deleted`]), records the event with `old` as the previous state and returns the
+    /// written state.
+    fn commit(
+        &mut self,
+        id: &ResourceId,
+        kind: EventType,
+        key: String,
+        mut obj: DynamicObject,
+        old: Option<Arc<DynamicObject>>,
+    ) -> Result<Arc<DynamicObject>, ApiError> {
         let rv = self.next_rv();
         obj.metadata.resource_version = Some(rv.to_string());
         let obj = Arc::new(obj);
-        self.resource_mut(id)?
-            .objects
-            .insert(key.clone(), obj.clone());
-        self.record(id, EventType::Added, key, obj.clone(), None);
+        let objects = &mut self.resource_mut(id)?.objects;
+        if kind == EventType::Deleted {
+            objects.remove(&key);
+        } else {
+            objects.insert(key.clone(), obj.clone());
+        }
+        self.record(id, kind, key, obj.clone(), old);
         Ok(obj)
     }
 
@@ -387,13 +440,12 @@ impl State {
         name: &str,
         mut obj: DynamicObject,
     ) -> Result<Arc<DynamicObject>, ApiError> {
-        let rs = self.resource(id)?;
-        let resource = rs.resource.clone();
-        let namespace = if resource.namespaced { namespace } else { None };
-        let key = key_of(namespace, name);
-        let Some(old) = rs.objects.get(&key).cloned() else {
-            return Err(ApiError::not_found(&resource.qualified(), name));
-        };
+        let Existing {
+            resource,
+            namespace,
+            key,
+            old,
+        } = self.existing(id, namespace, name)?;
         if obj.metadata.name.as_deref().is_some_and(|n| n != name) {
             return Err(ApiError::bad_request(
                 "the name of the object does not match the name on the URL",
@@ -434,19 +486,12 @@ impl State {
         if obj == *old {
             return Ok(old);
         }
-        let rv = self.next_rv();
-        obj.metadata.resource_version = Some(rv.to_string());
-        let obj = Arc::new(obj);
-        let remove = obj.metadata.deletion_timestamp.is_some() && finalizers_empty(&obj);
-        let rs = self.resource_mut(id)?;
-        if remove {
-            rs.objects.remove(&key);
-            self.record(id, EventType::Deleted, key, obj.clone(), Some(old));
+        let kind = if obj.metadata.deletion_timestamp.is_some() && finalizers_empty(&obj) {
+            EventType::Deleted
         } else {
-            rs.objects.insert(key.clone(), obj.clone());
-            self.record(id, EventType::Modified, key, obj.clone(), Some(old));
-        }
-        Ok(obj)
+            EventType::Modified
+        };
+        self.commit(id, kind, key, obj, Some(old))
     }
 
     /// Deletes an object: with finalizers, marks it (MODIFIED); else removes it (DELETED with the
@@ -457,13 +502,7 @@ impl State {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Arc<DynamicObject>, ApiError> {
-        let rs = self.resource(id)?;
-        let resource = rs.resource.clone();
-        let namespace = if resource.namespaced { namespace } else { None };
-        let key = key_of(namespace, name);
-        let Some(old) = rs.objects.get(&key).cloned() else {
-            return Err(ApiError::not_found(&resource.qualified(), name));
-        };
+        let Existing { key, old, .. } = self.existing(id, namespace, name)?;
         if !finalizers_empty(&old) {
             if old.metadata.deletion_timestamp.is_some() {
                 return Ok(old);
@@ -473,22 +512,10 @@ impl State {
             obj.metadata
                 .other
                 .insert("deletionGracePeriodSeconds".into(), Value::from(0));
-            let rv = self.next_rv();
-            obj.metadata.resource_version = Some(rv.to_string());
-            let obj = Arc::new(obj);
-            self.resource_mut(id)?
-                .objects
-                .insert(key.clone(), obj.clone());
-            self.record(id, EventType::Modified, key, obj.clone(), Some(old));
-            return Ok(obj);
+            return self.commit(id, EventType::Modified, key, obj, Some(old));
         }
-        let rv = self.next_rv();
-        let mut last = (*old).clone();
-        last.metadata.resource_version = Some(rv.to_string());
-        let last = Arc::new(last);
-        self.resource_mut(id)?.objects.remove(&key);
-        self.record(id, EventType::Deleted, key, last.clone(), Some(old));
-        Ok(last)
+        let last = (*old).clone();
+        self.commit(id, EventType::Deleted, key, last, Some(old))
     }
 
     pub(crate) fn get(

@@ -7,7 +7,7 @@ use kcache_store::DynamicObject;
 use kcache_testing::fake_api_server::{ApiResource, FakeApiServer, INITIAL_EVENTS_END};
 use serde_json::{Value, json};
 
-use crate::fake_api_server_client::{Client, End, summary};
+use crate::fake_api_server_client::{Client, End, Reply, Watch, summary};
 
 pub(crate) fn pod(ns: &str, name: &str, app: &str) -> DynamicObject {
     serde_json::from_value(json!({
@@ -28,6 +28,45 @@ fn names(list: &Value) -> Vec<String> {
 }
 
 const SHORT: Duration = Duration::from_millis(300);
+
+/// Creates the pods `names`, in that order, in `ns`, all labelled `app=web`.
+pub(crate) fn create_pods<S: AsRef<str>>(
+    server: &FakeApiServer,
+    ns: &str,
+    names: impl IntoIterator<Item = S>,
+) {
+    for name in names {
+        server
+            .create(&ApiResource::pods(), pod(ns, name.as_ref(), "web"))
+            .unwrap();
+    }
+}
+
+/// `{prefix}0` to `{prefix}{n - 1}`.
+fn numbered(prefix: &str, n: usize) -> impl Iterator<Item = String> {
+    (0..n).map(move |i| format!("{prefix}{i}"))
+}
+
+/// The page of all pods after the continue token `token`.
+pub(crate) async fn page(client: &Client, limit: usize, token: &str) -> Reply {
+    client
+        .get(&format!("/api/v1/pods?limit={limit}&continue={token}"))
+        .await
+}
+
+/// Asserts an event's `(type, name, resourceVersion)`.
+#[track_caller]
+fn assert_event(event: &Value, kind: &str, name: &str, rv: impl std::fmt::Display) {
+    assert_eq!(
+        summary(event),
+        (kind.to_owned(), name.to_owned(), rv.to_string())
+    );
+}
+
+/// Asserts that nothing arrives on `watch` for a short while.
+async fn assert_quiet(watch: &mut Watch) {
+    assert_eq!(watch.next_line(SHORT).await.unwrap_err(), End::Timeout);
+}
 
 #[tokio::test]
 async fn list_has_the_real_shape_and_one_global_rv() {
@@ -114,11 +153,7 @@ async fn crd_style_resources_under_apis_carry_types_on_items() {
 async fn pagination_keeps_one_snapshot_and_tokens_expire() {
     let server = FakeApiServer::start().await.unwrap();
     let pods = ApiResource::pods();
-    for i in 0..5 {
-        server
-            .create(&pods, pod("ns", &format!("p{i}"), "web"))
-            .unwrap();
-    }
+    create_pods(&server, "ns", numbered("p", 5));
     let client = Client::new(&server);
     let first = client.get("/api/v1/pods?limit=2").await.json();
     assert_eq!(names(&first), ["p0", "p1"]);
@@ -127,24 +162,16 @@ async fn pagination_keeps_one_snapshot_and_tokens_expire() {
     // A change after the first page is not visible in later pages.
     server.delete(&pods, Some("ns"), "p3").unwrap();
     let token = first["metadata"]["continue"].as_str().unwrap();
-    let second = client
-        .get(&format!("/api/v1/pods?limit=2&continue={token}"))
-        .await
-        .json();
+    let second = page(&client, 2, token).await.json();
     assert_eq!(names(&second), ["p2", "p3"]);
     assert_eq!(second["metadata"]["resourceVersion"], rv);
     let token = second["metadata"]["continue"].as_str().unwrap();
-    let last = client
-        .get(&format!("/api/v1/pods?limit=2&continue={token}"))
-        .await
-        .json();
+    let last = page(&client, 2, token).await.json();
     assert_eq!(names(&last), ["p4"]);
     assert!(last["metadata"].get("continue").is_none());
     // Expire tokens now: 410 Expired with a fresh inconsistent token.
     server.expire_continue_tokens();
-    let expired = client
-        .get(&format!("/api/v1/pods?limit=2&continue={token}"))
-        .await;
+    let expired = page(&client, 2, token).await;
     assert_eq!(expired.status, StatusCode::GONE);
     let status = expired.json();
     assert_eq!(status["reason"], "Expired");
@@ -152,10 +179,7 @@ async fn pagination_keeps_one_snapshot_and_tokens_expire() {
         "The provided continue parameter is too old to display a consistent list result."
     ));
     let fresh = status["metadata"]["continue"].as_str().unwrap();
-    let rest = client
-        .get(&format!("/api/v1/pods?limit=10&continue={fresh}"))
-        .await
-        .json();
+    let rest = page(&client, 10, fresh).await.json();
     assert_eq!(names(&rest), ["p4"], "inconsistent continuation at latest");
     // Bad tokens and RV + continue.
     let bad = client.get("/api/v1/pods?limit=2&continue=%21%21").await;
@@ -185,23 +209,12 @@ async fn continue_tokens_expire_when_history_is_compacted() {
         .start()
         .await
         .unwrap();
-    let pods = ApiResource::pods();
-    for i in 0..4 {
-        server
-            .create(&pods, pod("ns", &format!("p{i}"), "web"))
-            .unwrap();
-    }
+    create_pods(&server, "ns", numbered("p", 4));
     let client = Client::new(&server);
     let first = client.get("/api/v1/pods?limit=1").await.json();
     let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
-    for i in 0..4 {
-        server
-            .create(&pods, pod("other", &format!("q{i}"), "web"))
-            .unwrap();
-    }
-    let expired = client
-        .get(&format!("/api/v1/pods?limit=1&continue={token}"))
-        .await;
+    create_pods(&server, "other", numbered("q", 4));
+    let expired = page(&client, 1, &token).await;
     assert_eq!(expired.status, StatusCode::GONE);
 }
 
@@ -275,8 +288,7 @@ async fn resource_version_semantics_for_list() {
         .await
         .unwrap();
     let pods = ApiResource::pods();
-    server.create(&pods, pod("ns", "a", "web")).unwrap();
-    server.create(&pods, pod("ns", "b", "web")).unwrap();
+    create_pods(&server, "ns", ["a", "b"]);
     let at = server.resource_version();
     server.delete(&pods, Some("ns"), "a").unwrap();
     let client = Client::new(&server);
@@ -378,25 +390,16 @@ async fn watch_from_rv_replays_history_then_live_events() {
         .watch(&format!("/api/v1/pods?watch=1&resourceVersion={from}"))
         .await;
     let event = watch.next().await;
-    assert_eq!(
-        summary(&event),
-        ("ADDED".into(), "b".into(), (from + 1).to_string())
-    );
+    assert_event(&event, "ADDED", "b", from + 1);
     assert_eq!(event["object"]["kind"], "Pod", "events carry kind");
     assert_eq!(event["object"]["apiVersion"], "v1");
     b.data
         .insert("status".into(), json!({"phase": "Succeeded"}));
     server.update(&pods, b).unwrap();
     server.delete(&pods, Some("ns"), "a").unwrap();
-    assert_eq!(
-        summary(&watch.next().await),
-        ("MODIFIED".into(), "b".into(), (from + 2).to_string())
-    );
+    assert_event(&watch.next().await, "MODIFIED", "b", from + 2);
     let deleted = watch.next().await;
-    assert_eq!(
-        summary(&deleted),
-        ("DELETED".into(), "a".into(), (from + 3).to_string())
-    );
+    assert_event(&deleted, "DELETED", "a", from + 3);
     assert_eq!(
         deleted["object"]["metadata"]["labels"]["app"], "web",
         "last state"
@@ -408,21 +411,20 @@ async fn watch_from_rv_replays_history_then_live_events() {
             DynamicObject::new(Some("ns"), "cm"),
         )
         .unwrap();
-    assert_eq!(watch.next_line(SHORT).await.unwrap_err(), End::Timeout);
+    assert_quiet(&mut watch).await;
     // An update that changes nothing: no RV bump, no event.
     let rv = server.resource_version();
     let same = (*server.get(&pods, Some("ns"), "b").unwrap()).clone();
     server.update(&pods, same).unwrap();
     assert_eq!(server.resource_version(), rv);
-    assert_eq!(watch.next_line(SHORT).await.unwrap_err(), End::Timeout);
+    assert_quiet(&mut watch).await;
 }
 
 #[tokio::test]
 async fn watch_without_rv_starts_with_synthetic_added() {
     let server = FakeApiServer::start().await.unwrap();
     let pods = ApiResource::pods();
-    server.create(&pods, pod("ns", "b", "web")).unwrap();
-    server.create(&pods, pod("ns", "a", "web")).unwrap();
+    create_pods(&server, "ns", ["b", "a"]);
     let client = Client::new(&server);
     for rv in ["", "&resourceVersion=0"] {
         let mut watch = client.watch(&format!("/api/v1/pods?watch=true{rv}")).await;
@@ -449,7 +451,7 @@ async fn watch_without_rv_starts_with_synthetic_added() {
     // The deprecated /watch/ prefix and a single-object watch.
     let mut watch = client.watch("/api/v1/watch/namespaces/ns/pods/a").await;
     assert_eq!(summary(&watch.next().await).1, "a");
-    assert_eq!(watch.next_line(SHORT).await.unwrap_err(), End::Timeout);
+    assert_quiet(&mut watch).await;
 }
 
 #[tokio::test]
@@ -459,12 +461,7 @@ async fn compacted_rv_gives_200_then_one_410_error_event() {
         .start()
         .await
         .unwrap();
-    let pods = ApiResource::pods();
-    for i in 0..5 {
-        server
-            .create(&pods, pod("ns", &format!("p{i}"), "web"))
-            .unwrap();
-    }
+    create_pods(&server, "ns", numbered("p", 5));
     let client = Client::new(&server);
     let mut watch = client.watch("/api/v1/pods?watch=1&resourceVersion=2").await;
     let event = watch.next().await;
@@ -530,7 +527,7 @@ async fn bookmarks_are_periodic_on_demand_and_never_behind() {
     // No bookmarks without allowWatchBookmarks.
     server.send_bookmark();
     assert_eq!(summary(&plain.next().await).0, "ADDED");
-    assert_eq!(plain.next_line(SHORT).await.unwrap_err(), End::Timeout);
+    assert_quiet(&mut plain).await;
 }
 
 #[tokio::test]
@@ -547,9 +544,7 @@ async fn paused_watches_queue_events_and_resume_in_order() {
     server.create(&pods, pod("ns", "a", "web")).unwrap();
     assert_eq!(summary(&watch.next().await).1, "a");
     server.pause_watches();
-    for name in ["b", "c", "d"] {
-        server.create(&pods, pod("ns", name, "web")).unwrap();
-    }
+    create_pods(&server, "ns", ["b", "c", "d"]);
     server.send_bookmark();
     assert_eq!(
         watch.next_line(SHORT).await.unwrap_err(),
@@ -564,18 +559,10 @@ async fn paused_watches_queue_events_and_resume_in_order() {
         assert_eq!(summary(&late.next().await).1, name);
     }
     server.create(&pods, pod("ns", "e", "web")).unwrap();
-    assert_eq!(late.next_line(SHORT).await.unwrap_err(), End::Timeout);
+    assert_quiet(&mut late).await;
     server.resume_watches();
     for (i, name) in ["b", "c", "d", "e"].into_iter().enumerate() {
-        let event = watch.next().await;
-        assert_eq!(
-            summary(&event),
-            (
-                "ADDED".into(),
-                name.into(),
-                (from + 2 + i as u64).to_string()
-            )
-        );
+        assert_event(&watch.next().await, "ADDED", name, from + 2 + i as u64);
     }
     assert_eq!(summary(&late.next().await).1, "e");
     server.send_bookmark();
@@ -612,8 +599,7 @@ async fn timeout_seconds_ends_the_stream_cleanly() {
 async fn send_initial_events_ends_with_the_annotated_bookmark() {
     let server = FakeApiServer::start().await.unwrap();
     let pods = ApiResource::pods();
-    server.create(&pods, pod("ns", "b", "web")).unwrap();
-    server.create(&pods, pod("ns", "a", "web")).unwrap();
+    create_pods(&server, "ns", ["b", "a"]);
     server
         .create(&ApiResource::nodes(), DynamicObject::new(None, "n1"))
         .unwrap();
@@ -631,10 +617,7 @@ async fn send_initial_events_ends_with_the_annotated_bookmark() {
         "true"
     );
     server.delete(&pods, Some("ns"), "a").unwrap();
-    assert_eq!(
-        summary(&watch.next().await),
-        ("DELETED".into(), "a".into(), "5".into())
-    );
+    assert_event(&watch.next().await, "DELETED", "a", 5);
     // Validation, and the feature switched off.
     let bad = client
         .get("/api/v1/pods?watch=1&sendInitialEvents=true")
@@ -676,23 +659,16 @@ async fn selector_transitions_become_added_and_deleted() {
         server.update(&pods, p).unwrap()
     };
     relabel("web");
-    let added = watch.next().await;
-    assert_eq!(
-        summary(&added),
-        ("ADDED".into(), "p".into(), (rv + 1).to_string())
-    );
+    assert_event(&watch.next().await, "ADDED", "p", rv + 1);
     relabel("web2");
     let deleted = watch.next().await;
-    assert_eq!(
-        summary(&deleted),
-        ("DELETED".into(), "p".into(), (rv + 2).to_string())
-    );
+    assert_event(&deleted, "DELETED", "p", rv + 2);
     assert_eq!(
         deleted["object"]["metadata"]["labels"]["app"], "web",
         "old content, new RV"
     );
     relabel("db");
-    assert_eq!(watch.next_line(SHORT).await.unwrap_err(), End::Timeout);
+    assert_quiet(&mut watch).await;
     assert_eq!(created.metadata.generation, Some(1));
 }
 
@@ -849,11 +825,7 @@ async fn slow_watchers_are_closed_without_blocking_writers() {
     let client = Client::new(&server);
     let mut watch = client.watch("/api/v1/pods?watch=1&resourceVersion=1").await;
     // The stream task is parked on a full body channel; the watcher buffer overflows.
-    for i in 0..200 {
-        server
-            .create(&pods, pod("ns", &format!("p{i:03}"), "web"))
-            .unwrap();
-    }
+    create_pods(&server, "ns", (0..200).map(|i| format!("p{i:03}")));
     let mut seen = 0;
     loop {
         match watch.next_line(Duration::from_secs(5)).await {
@@ -889,9 +861,7 @@ async fn status_bodies_decode_as_the_reflectors_status_type() {
         .start()
         .await
         .unwrap();
-    let pods = ApiResource::pods();
-    server.create(&pods, pod("ns", "a", "web")).unwrap();
-    server.create(&pods, pod("ns", "b", "web")).unwrap();
+    create_pods(&server, "ns", ["a", "b"]);
     let client = Client::new(&server);
     let mut watch = client.watch("/api/v1/pods?watch=1&resourceVersion=1").await;
     let event = watch.next().await;

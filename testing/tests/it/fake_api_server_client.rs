@@ -77,17 +77,7 @@ impl Client {
             builder = builder.header("content-type", "application/json");
         }
         match &self.tls {
-            None => {
-                let (mut sender, conn) =
-                    hyper::client::conn::http1::handshake::<_, Full<Bytes>>(TokioIo::new(tcp))
-                        .await
-                        .unwrap();
-                tokio::spawn(conn);
-                sender
-                    .send_request(builder.body(Full::new(body)).unwrap())
-                    .await
-                    .unwrap()
-            }
+            None => send_http1(TokioIo::new(tcp), builder.body(Full::new(body)).unwrap()).await,
             Some(tls) => {
                 let name = ServerName::try_from("127.0.0.1").unwrap();
                 let stream = tls.connect(name, tcp).await.unwrap();
@@ -107,15 +97,7 @@ impl Client {
                     tokio::spawn(conn);
                     sender.send_request(req).await.unwrap()
                 } else {
-                    let (mut sender, conn) =
-                        hyper::client::conn::http1::handshake::<_, Full<Bytes>>(io)
-                            .await
-                            .unwrap();
-                    tokio::spawn(conn);
-                    sender
-                        .send_request(builder.body(Full::new(body)).unwrap())
-                        .await
-                        .unwrap()
+                    send_http1(io, builder.body(Full::new(body)).unwrap()).await
                 }
             }
         }
@@ -151,6 +133,16 @@ impl Client {
             buf: BytesMut::new(),
         }
     }
+}
+
+/// Sends one request over an HTTP/1.1 connection on `io`.
+async fn send_http1<I>(io: I, req: Request<Full<Bytes>>) -> http::Response<Incoming>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(io).await.unwrap();
+    tokio::spawn(conn);
+    sender.send_request(req).await.unwrap()
 }
 
 /// How a watch stream ended.

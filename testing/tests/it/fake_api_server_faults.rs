@@ -2,20 +2,33 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use http::StatusCode;
 use kcache_testing::fake_api_server::{ApiResource, FakeApiServer, Fault, FaultKind, Verb};
 
-use crate::fake_api_server::pod;
-use crate::fake_api_server_client::{Client, End, summary};
+use crate::fake_api_server::{create_pods, page};
+use crate::fake_api_server_client::{Client, End, Watch, summary};
+
+/// How long a test waits for a watch line or the end of a stream.
+const WAIT: Duration = Duration::from_secs(5);
 
 async fn server_with_pods(n: usize) -> FakeApiServer {
     let server = FakeApiServer::start().await.unwrap();
-    for i in 0..n {
-        server
-            .create(&ApiResource::pods(), pod("ns", &format!("p{i}"), "web"))
-            .unwrap();
-    }
+    create_pods(&server, "ns", (0..n).map(|i| format!("p{i}")));
     server
+}
+
+/// Injects `fault`, then opens a watch of all pods.
+async fn watch_after(server: &FakeApiServer, fault: Fault) -> Watch {
+    server.inject(fault);
+    Client::new(server).watch("/api/v1/pods?watch=1").await
+}
+
+/// The next line, which must not be JSON.
+async fn next_line_not_json(watch: &mut Watch) -> Bytes {
+    let line = watch.next_line(WAIT).await.unwrap();
+    assert!(serde_json::from_slice::<serde_json::Value>(&line).is_err());
+    line
 }
 
 #[tokio::test]
@@ -75,47 +88,35 @@ async fn watch_open_errors_429_and_direct_410() {
 #[tokio::test]
 async fn drop_the_connection_after_n_events() {
     let server = server_with_pods(3).await;
-    let client = Client::new(&server);
-    server.inject(Fault::watch(FaultKind::DropAfter(2)));
-    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    let mut watch = watch_after(&server, Fault::watch(FaultKind::DropAfter(2))).await;
     watch.next().await;
     watch.next().await;
-    assert_eq!(
-        watch.next_line(Duration::from_secs(5)).await.unwrap_err(),
-        End::Aborted
-    );
+    assert_eq!(watch.next_line(WAIT).await.unwrap_err(), End::Aborted);
 }
 
 #[tokio::test]
 async fn truncated_line_then_eof() {
     let server = server_with_pods(2).await;
-    let client = Client::new(&server);
-    server.inject(Fault::watch(FaultKind::TruncateAfter(1)));
-    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    let mut watch = watch_after(&server, Fault::watch(FaultKind::TruncateAfter(1))).await;
     watch.next().await;
-    let partial = watch.next_line(Duration::from_secs(5)).await.unwrap();
-    assert!(serde_json::from_slice::<serde_json::Value>(&partial).is_err());
+    let partial = next_line_not_json(&mut watch).await;
     assert!(!partial.ends_with(b"\n"));
-    assert_eq!(watch.end(Duration::from_secs(5)).await, End::Clean);
+    assert_eq!(watch.end(WAIT).await, End::Clean);
 }
 
 #[tokio::test]
 async fn corrupt_line_and_unknown_type_mid_stream() {
     let server = server_with_pods(2).await;
-    let client = Client::new(&server);
-    server.inject(Fault::watch(FaultKind::CorruptAfter(1)));
-    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    let mut watch = watch_after(&server, Fault::watch(FaultKind::CorruptAfter(1))).await;
     watch.next().await;
-    let corrupt = watch.next_line(Duration::from_secs(5)).await.unwrap();
-    assert!(serde_json::from_slice::<serde_json::Value>(&corrupt).is_err());
+    next_line_not_json(&mut watch).await;
     assert_eq!(
         summary(&watch.next().await).1,
         "p1",
         "the stream carries on"
     );
 
-    server.inject(Fault::watch(FaultKind::UnknownTypeAfter(0)));
-    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    let mut watch = watch_after(&server, Fault::watch(FaultKind::UnknownTypeAfter(0))).await;
     assert_eq!(watch.next().await["type"], "BOGUS");
     assert_eq!(summary(&watch.next().await).0, "ADDED");
 }
@@ -123,21 +124,18 @@ async fn corrupt_line_and_unknown_type_mid_stream() {
 #[tokio::test]
 async fn expired_error_event_at_start_and_mid_stream() {
     let server = server_with_pods(3).await;
-    let client = Client::new(&server);
-    server.inject(Fault::expired_event(0));
-    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    let mut watch = watch_after(&server, Fault::expired_event(0)).await;
     let error = watch.next().await;
     assert_eq!(error["type"], "ERROR");
     assert_eq!(error["object"]["reason"], "Expired");
     assert_eq!(error["object"]["code"], 410);
-    assert_eq!(watch.end(Duration::from_secs(5)).await, End::Clean);
+    assert_eq!(watch.end(WAIT).await, End::Clean);
 
-    server.inject(Fault::expired_event(2));
-    let mut watch = client.watch("/api/v1/pods?watch=1").await;
+    let mut watch = watch_after(&server, Fault::expired_event(2)).await;
     watch.next().await;
     watch.next().await;
     assert_eq!(watch.next().await["type"], "ERROR");
-    assert_eq!(watch.end(Duration::from_secs(5)).await, End::Clean);
+    assert_eq!(watch.end(WAIT).await, End::Clean);
 }
 
 #[tokio::test]
@@ -149,7 +147,7 @@ async fn early_clean_close() {
         .watch("/api/v1/pods?watch=1&timeoutSeconds=600")
         .await;
     watch.next().await;
-    assert_eq!(watch.end(Duration::from_secs(5)).await, End::Clean);
+    assert_eq!(watch.end(WAIT).await, End::Clean);
 }
 
 #[tokio::test]
@@ -159,9 +157,7 @@ async fn stalled_stream_sends_nothing_and_stays_open() {
         .start()
         .await
         .unwrap();
-    server
-        .create(&ApiResource::pods(), pod("ns", "a", "web"))
-        .unwrap();
+    create_pods(&server, "ns", ["a"]);
     let client = Client::new(&server);
     server.inject(Fault::watch(FaultKind::Stall));
     let mut watch = client
@@ -193,21 +189,13 @@ async fn slow_stream_delays_each_event() {
 async fn compaction_expires_resumes_exact_lists_and_tokens() {
     let server = server_with_pods(3).await;
     let client = Client::new(&server);
-    let page = client.get("/api/v1/pods?limit=1").await.json();
-    let token = page["metadata"]["continue"].as_str().unwrap().to_owned();
-    server
-        .create(&ApiResource::pods(), pod("ns", "late", "web"))
-        .unwrap();
+    let first = client.get("/api/v1/pods?limit=1").await.json();
+    let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    create_pods(&server, "ns", ["late"]);
     server.compact();
     let mut watch = client.watch("/api/v1/pods?watch=1&resourceVersion=2").await;
     assert_eq!(watch.next().await["object"]["code"], 410);
-    assert_eq!(
-        client
-            .get(&format!("/api/v1/pods?limit=1&continue={token}"))
-            .await
-            .status,
-        StatusCode::GONE
-    );
+    assert_eq!(page(&client, 1, &token).await.status, StatusCode::GONE);
     assert_eq!(
         client
             .get("/api/v1/pods?resourceVersion=3&resourceVersionMatch=Exact")

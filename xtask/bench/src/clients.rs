@@ -39,73 +39,67 @@ pub enum Which {
 }
 
 impl Which {
-    /// Every row, in the table's order.
-    pub const ALL: [Which; 6] = [
-        Which::KubeRs { own_thread: false },
-        Which::KubeRs { own_thread: true },
-        Which::Kcache {
-            skip_managed_fields: false,
-            own_thread: false,
-        },
-        Which::Kcache {
-            skip_managed_fields: false,
-            own_thread: true,
-        },
-        Which::Kcache {
-            skip_managed_fields: true,
-            own_thread: false,
-        },
-        Which::Kcache {
-            skip_managed_fields: true,
-            own_thread: true,
-        },
+    /// Every row, in the table's order, with its `--only` name and its label.
+    const ROWS: [(Which, &'static str, &'static str); 6] = [
+        (Which::KubeRs { own_thread: false }, "kube-rs", "kube-rs"),
+        (
+            Which::KubeRs { own_thread: true },
+            "kube-rs-thread",
+            "kube-rs, own thread",
+        ),
+        (
+            Which::Kcache {
+                skip_managed_fields: false,
+                own_thread: false,
+            },
+            "kcache",
+            "kcache",
+        ),
+        (
+            Which::Kcache {
+                skip_managed_fields: false,
+                own_thread: true,
+            },
+            "kcache-thread",
+            "kcache, own thread",
+        ),
+        (
+            Which::Kcache {
+                skip_managed_fields: true,
+                own_thread: false,
+            },
+            "skipped",
+            "kcache, managedFields skipped",
+        ),
+        (
+            Which::Kcache {
+                skip_managed_fields: true,
+                own_thread: true,
+            },
+            "skipped-thread",
+            "kcache, skipped, own thread",
+        ),
     ];
+
+    /// Every row, in the table's order.
+    pub fn all() -> impl Iterator<Item = Which> {
+        Self::ROWS.into_iter().map(|(w, _, _)| w)
+    }
+
+    fn row(self) -> (Which, &'static str, &'static str) {
+        Self::ROWS
+            .into_iter()
+            .find(|(w, _, _)| *w == self)
+            .unwrap_or((self, "?", "?"))
+    }
 
     /// The row's name for `--only`.
     pub fn key(self) -> &'static str {
-        match self {
-            Which::KubeRs { own_thread: false } => "kube-rs",
-            Which::KubeRs { own_thread: true } => "kube-rs-thread",
-            Which::Kcache {
-                skip_managed_fields: false,
-                own_thread: false,
-            } => "kcache",
-            Which::Kcache {
-                skip_managed_fields: false,
-                own_thread: true,
-            } => "kcache-thread",
-            Which::Kcache {
-                skip_managed_fields: true,
-                own_thread: false,
-            } => "skipped",
-            Which::Kcache {
-                skip_managed_fields: true,
-                own_thread: true,
-            } => "skipped-thread",
-        }
+        self.row().1
     }
 
     pub fn label(self) -> &'static str {
-        match self {
-            Which::KubeRs { own_thread: false } => "kube-rs",
-            Which::KubeRs { own_thread: true } => "kube-rs, own thread",
-            Which::Kcache {
-                skip_managed_fields: false,
-                own_thread: false,
-            } => "kcache",
-            Which::Kcache {
-                skip_managed_fields: false,
-                own_thread: true,
-            } => "kcache, own thread",
-            Which::Kcache {
-                skip_managed_fields: true,
-                own_thread: false,
-            } => "kcache, managedFields skipped",
-            Which::Kcache {
-                skip_managed_fields: true,
-                own_thread: true,
-            } => "kcache, skipped, own thread",
-        }
+        self.row().2
     }
 }
 

@@ -119,8 +119,7 @@ fn main() {
 
 /// `client KEY` mode: one client against the server at `--url`, driven by the parent.
 async fn client(key: &str, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let which = Which::ALL
-        .into_iter()
+    let which = Which::all()
         .find(|w| w.key() == key)
         .ok_or_else(|| format!("unknown client {key:?}"))?;
     let mut coordinator = clients::Coordinator::new();
@@ -134,7 +133,7 @@ async fn bench(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let floor = floor::decode_floor(args.seed, args.pods.min(20_000))?;
     let (floor_pods, floor_mb) = (floor.pods_per_sec, floor.mb_per_sec);
     let mut rows: Vec<(Which, Figures)> = Vec::new();
-    for which in Which::ALL {
+    for which in Which::all() {
         if !args.only.is_empty() && !args.only.iter().any(|o| o == which.key()) {
             continue;
         }
