@@ -1,6 +1,7 @@
 //! Routing and the non-watch handlers: discovery, list, get, create, update, delete.
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,8 +10,6 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use kcache_store::{DynamicObject, FieldSelector, Selector};
-use serde::Serialize;
-use serde::ser::SerializeMap;
 use serde_json::{Value, json};
 
 use super::body::ResponseBody;
@@ -18,6 +17,7 @@ use super::faults::Verb;
 use super::resource::{ApiResource, ResourceId};
 use super::state::{RequestRecord, Shared};
 use super::status::{self, ApiError, ErrorBody};
+use super::stored::Stored;
 use super::table;
 use super::util::{base64_url, base64_url_decode, parse_query};
 use super::watch;
@@ -193,29 +193,6 @@ pub(crate) fn parse_rv(rv: &str, watch: bool) -> Result<u64, ApiError> {
     })
 }
 
-/// Serializes an object, with or without `apiVersion`/`kind`.
-pub(crate) struct Item<'a>(pub(crate) &'a DynamicObject, pub(crate) bool);
-
-impl Serialize for Item<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let obj = self.0;
-        let mut map = s.serialize_map(None)?;
-        if self.1 {
-            if let Some(v) = &obj.api_version {
-                map.serialize_entry("apiVersion", v)?;
-            }
-            if let Some(k) = &obj.kind {
-                map.serialize_entry("kind", k)?;
-            }
-        }
-        map.serialize_entry("metadata", &obj.metadata)?;
-        for (k, v) in &obj.data {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
-    }
-}
-
 pub(crate) fn json_response(code: u16, body: Vec<u8>) -> Response<ResponseBody> {
     let mut resp = Response::new(ResponseBody::full(body));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
@@ -247,15 +224,15 @@ pub(crate) fn error_response(err: &ApiError) -> Response<ResponseBody> {
     resp
 }
 
-fn object_response(code: u16, obj: &DynamicObject, table: bool) -> Response<ResponseBody> {
+fn object_response(code: u16, stored: &Stored, table: bool) -> Response<ResponseBody> {
+    let obj = &*stored.object;
     if table {
         let t = table::table(obj.metadata.resource_version.as_deref(), &[obj]);
         return json_response(code, serde_json::to_vec(&t).unwrap_or_default());
     }
-    json_response(
-        code,
-        serde_json::to_vec(&Item(obj, true)).unwrap_or_default(),
-    )
+    let mut body = Vec::with_capacity(stored.json_len(true));
+    stored.write_json(&mut body, true);
+    json_response(code, body)
 }
 
 /// What the Accept header asks for.
@@ -708,82 +685,117 @@ async fn list(
             .await
             .map_err(|current| ApiError::too_large(n, current))?;
     }
-    let state = shared.lock();
+    let mut state = shared.lock();
     let list_rv = snapshot_rv.unwrap_or(state.rv);
     let objects = state
         .snapshot(&target.id, list_rv)?
         .ok_or_else(ApiError::list_too_old)?;
-    let mut items: Vec<&DynamicObject> = Vec::new();
-    let mut next_key = None;
-    let mut remaining = 0usize;
-    let range = objects.range::<str, _>((
-        std::ops::Bound::Included(start.as_str()),
-        std::ops::Bound::Unbounded,
-    ));
+    let namespace = target.namespace.as_deref();
     let in_namespace = |key: &str| {
-        target
-            .namespace
-            .as_deref()
-            .is_none_or(|ns| key.strip_prefix(ns).is_some_and(|r| r.starts_with('/')))
+        namespace.is_none_or(|ns| key.strip_prefix(ns).is_some_and(|r| r.starts_with('/')))
     };
-    for (key, obj) in range {
-        if !in_namespace(key) {
-            continue;
+    // The keys of a namespace are those from "<ns>/" up to "<ns>0" ('0' follows '/'): a
+    // namespaced list walks only them (none if the token starts past them).
+    let (from, to) = match namespace {
+        Some(ns) => {
+            let end = format!("{ns}0");
+            let from = start.clone().max(format!("{ns}/")).min(end.clone());
+            (from, Bound::Excluded(end))
         }
-        if next_key.is_some() {
-            remaining += 1;
+        None => (start.clone(), Bound::Unbounded),
+    };
+    let to = to.as_ref().map(String::as_str);
+    let mut items: Vec<&Stored> = Vec::new();
+    let mut next_key = None;
+    // Keys of the namespace walked before `next_key`.
+    let mut walked = 0usize;
+    for (key, obj) in objects.range::<str, _>((Bound::Included(from.as_str()), to)) {
+        if !in_namespace(key) {
             continue;
         }
         if limit.is_some_and(|l| items.len() >= l) {
             next_key = Some(key.clone());
-            remaining += 1;
-            continue;
+            break;
         }
-        if p.matches(target, obj) {
+        walked += 1;
+        if p.matches(target, &obj.object) {
             items.push(obj);
         }
     }
+    // The objects from `next_key` on (`remainingItemCount`, sent without selectors only): from
+    // the count where this page started, if a recent page ended there, else counted.
+    let remaining_counts = &state.resource(&target.id)?.remaining;
+    let remaining = match &next_key {
+        Some(next) if !p.has_selectors() => {
+            Some(match remaining_counts.get(list_rv, namespace, &start) {
+                Some(at_start) => at_start.saturating_sub(walked),
+                None => objects
+                    .range::<str, _>((Bound::Included(next.as_str()), to))
+                    .filter(|(key, _)| in_namespace(key))
+                    .count(),
+            })
+        }
+        _ => None,
+    };
     let token_rv = if exact || snapshot_rv.is_none() {
         i64::try_from(list_rv).unwrap_or(-1)
     } else {
         -1
     };
-    let continue_token = next_key.map(|k| encode_token(token_rv, &k));
+    let continue_token = next_key.as_ref().map(|k| encode_token(token_rv, k));
     let mut meta = serde_json::Map::new();
     meta.insert("resourceVersion".into(), json!(list_rv.to_string()));
     if let Some(c) = &continue_token {
         meta.insert("continue".into(), json!(c));
-        if !p.has_selectors() {
+        if let Some(remaining) = remaining {
             meta.insert("remainingItemCount".into(), json!(remaining));
         }
     }
-    if table {
-        let mut t = table::table(Some(&list_rv.to_string()), &items);
+    let body = if table {
+        let objects: Vec<&DynamicObject> = items.iter().map(|s| &*s.object).collect();
+        let mut t = table::table(Some(&list_rv.to_string()), &objects);
         if let Some(c) = &continue_token {
             t["metadata"]["continue"] = json!(c);
         }
-        return Ok(json_response(
-            200,
-            serde_json::to_vec(&t).unwrap_or_default(),
-        ));
+        serde_json::to_vec(&t).unwrap_or_default()
+    } else {
+        list_body(&target.resource, &meta, &items)?
+    };
+    drop(items);
+    drop(objects);
+    if let (Some(next), Some(remaining)) = (next_key, remaining) {
+        state
+            .resource_mut(&target.id)?
+            .remaining
+            .insert(list_rv, namespace, next, remaining);
     }
-    let resource = &target.resource;
-    let mut out = Vec::with_capacity(256 + items.len() * 1024);
+    Ok(json_response(200, body))
+}
+
+/// The JSON of a `<Kind>List` with `meta` and `items`, copied from their stored encodings.
+fn list_body(
+    resource: &ApiResource,
+    meta: &serde_json::Map<String, Value>,
+    items: &[&Stored],
+) -> Result<Vec<u8>, ApiError> {
+    let typed = resource.crd_style;
+    let items_len: usize = items.iter().map(|s| s.json_len(typed) + 1).sum();
+    let mut out = Vec::with_capacity(256 + items_len);
     out.extend_from_slice(b"{\"kind\":");
     serde_json::to_writer(&mut out, &format!("{}List", resource.kind)).map_err(internal)?;
     out.extend_from_slice(b",\"apiVersion\":");
     serde_json::to_writer(&mut out, &resource.api_version()).map_err(internal)?;
     out.extend_from_slice(b",\"metadata\":");
-    serde_json::to_writer(&mut out, &meta).map_err(internal)?;
+    serde_json::to_writer(&mut out, meta).map_err(internal)?;
     out.extend_from_slice(b",\"items\":[");
     for (i, obj) in items.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        serde_json::to_writer(&mut out, &Item(obj, resource.crd_style)).map_err(internal)?;
+        obj.write_json(&mut out, typed);
     }
     out.extend_from_slice(b"]}");
-    Ok(json_response(200, out))
+    Ok(out)
 }
 
 pub(crate) fn internal(e: impl std::fmt::Display) -> ApiError {

@@ -3,18 +3,19 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use bytes::Bytes;
 use kcache_store::DynamicObject;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::faults::{Fault, FaultKind, Verb};
+use super::remaining::RemainingCounts;
 use super::resource::{ApiResource, ResourceId};
 use super::status::ApiError;
+use super::stored::Stored;
 use super::util::{now_secs, rfc3339, suffix, uuid};
 
 /// Tunables fixed at start (see [`FakeApiServerBuilder`](super::FakeApiServerBuilder)).
@@ -80,25 +81,25 @@ pub(crate) struct Event {
     pub(crate) kind: EventType,
     pub(crate) key: String,
     /// The new state; for DELETED the last state with the deletion's RV.
-    pub(crate) obj: Arc<DynamicObject>,
+    pub(crate) obj: Arc<Stored>,
     /// The state before the change (None for ADDED).
-    pub(crate) prev: Option<Arc<DynamicObject>>,
-    /// The encoded event line for unfiltered watchers, built once.
-    pub(crate) line: OnceLock<Bytes>,
+    pub(crate) prev: Option<Arc<Stored>>,
 }
 
 /// Stored objects by key (`ns/name`), in key order.
-pub(crate) type Objects = BTreeMap<String, Arc<DynamicObject>>;
+pub(crate) type Objects = BTreeMap<String, Arc<Stored>>;
 
 /// One registered resource.
 #[derive(Debug)]
 pub(crate) struct ResourceState {
     pub(crate) resource: ApiResource,
-    pub(crate) objects: BTreeMap<String, Arc<DynamicObject>>,
+    pub(crate) objects: Objects,
     pub(crate) history: VecDeque<Arc<Event>>,
     /// Every event with an RV up to this one is gone: resuming from an older RV gives 410.
     pub(crate) compacted_rv: u64,
     pub(crate) watchers: Vec<mpsc::Sender<Arc<Event>>>,
+    /// `remainingItemCount`s of recent list pages.
+    pub(crate) remaining: RemainingCounts,
 }
 
 /// One logged request.
@@ -142,8 +143,6 @@ pub(crate) struct State {
     pub(crate) rng: fastrand::Rng,
     pub(crate) log: VecDeque<RequestRecord>,
     history_limit: usize,
-    /// Watch delivery is paused: writes encode their events at once.
-    pub(crate) paused: bool,
 }
 
 /// What the server tasks share.
@@ -171,7 +170,6 @@ impl Shared {
             rng: fastrand::Rng::with_seed(seed),
             log: VecDeque::new(),
             history_limit: config.history_limit.max(1),
-            paused: false,
         };
         for r in resources {
             state.register(r);
@@ -224,7 +222,7 @@ fn finalizers_empty(obj: &DynamicObject) -> bool {
 #[derive(Debug)]
 pub(crate) struct WatchSetup {
     /// Objects for synthetic ADDED events (state at `snapshot_rv`), in key order.
-    pub(crate) initial: Vec<Arc<DynamicObject>>,
+    pub(crate) initial: Vec<Arc<Stored>>,
     pub(crate) snapshot_rv: u64,
     /// History events after the requested RV.
     pub(crate) replay: Vec<Arc<Event>>,
@@ -240,7 +238,7 @@ struct Existing<'n> {
     /// The store key.
     key: String,
     /// The stored object.
-    old: Arc<DynamicObject>,
+    old: Arc<Stored>,
 }
 
 impl State {
@@ -253,6 +251,7 @@ impl State {
                 history: VecDeque::new(),
                 compacted_rv: 0,
                 watchers: Vec::new(),
+                remaining: RemainingCounts::default(),
             });
     }
 
@@ -260,7 +259,7 @@ impl State {
         self.resources.get(id).ok_or_else(ApiError::page_not_found)
     }
 
-    fn resource_mut(&mut self, id: &ResourceId) -> Result<&mut ResourceState, ApiError> {
+    pub(crate) fn resource_mut(&mut self, id: &ResourceId) -> Result<&mut ResourceState, ApiError> {
         self.resources
             .get_mut(id)
             .ok_or_else(ApiError::page_not_found)
@@ -292,8 +291,8 @@ impl State {
         id: &ResourceId,
         kind: EventType,
         key: String,
-        obj: Arc<DynamicObject>,
-        prev: Option<Arc<DynamicObject>>,
+        obj: Arc<Stored>,
+        prev: Option<Arc<Stored>>,
     ) {
         let limit = self.history_limit;
         let rv = self.rv;
@@ -306,16 +305,12 @@ impl State {
             key,
             obj,
             prev,
-            line: OnceLock::new(),
         });
         rs.history.push_back(event.clone());
         while rs.history.len() > limit {
             if let Some(old) = rs.history.pop_front() {
                 rs.compacted_rv = old.rv;
             }
-        }
-        if self.paused && !rs.watchers.is_empty() {
-            event.encoded_line();
         }
         rs.watchers.retain(|tx| tx.try_send(event.clone()).is_ok());
     }
@@ -331,7 +326,7 @@ impl State {
         id: &ResourceId,
         url_namespace: Option<&str>,
         mut obj: DynamicObject,
-    ) -> Result<Arc<DynamicObject>, ApiError> {
+    ) -> Result<Arc<Stored>, ApiError> {
         let resource = self.resource(id)?.resource.clone();
         let namespace = if resource.namespaced {
             match (url_namespace, obj.metadata.namespace.as_deref()) {
@@ -409,18 +404,18 @@ impl State {
 
     /// Writes `obj` at the next RV: stores it under `key` (removes `key` for
     /// [`EventType::Deleted`]), records the event with `old` as the previous state and returns the
-    /// written state.
+    /// written state. The new state is encoded here, once for everything that serves it.
     fn commit(
         &mut self,
         id: &ResourceId,
         kind: EventType,
         key: String,
         mut obj: DynamicObject,
-        old: Option<Arc<DynamicObject>>,
-    ) -> Result<Arc<DynamicObject>, ApiError> {
+        old: Option<Arc<Stored>>,
+    ) -> Result<Arc<Stored>, ApiError> {
         let rv = self.next_rv();
         obj.metadata.resource_version = Some(rv.to_string());
-        let obj = Arc::new(obj);
+        let obj = Stored::new(obj);
         let objects = &mut self.resource_mut(id)?.objects;
         if kind == EventType::Deleted {
             objects.remove(&key);
@@ -439,26 +434,27 @@ impl State {
         namespace: Option<&str>,
         name: &str,
         mut obj: DynamicObject,
-    ) -> Result<Arc<DynamicObject>, ApiError> {
+    ) -> Result<Arc<Stored>, ApiError> {
         let Existing {
             resource,
             namespace,
             key,
             old,
         } = self.existing(id, namespace, name)?;
+        let current = &*old.object;
         if obj.metadata.name.as_deref().is_some_and(|n| n != name) {
             return Err(ApiError::bad_request(
                 "the name of the object does not match the name on the URL",
             ));
         }
         let rv_mismatch = obj.metadata.resource_version.as_deref().is_some_and(|rv| {
-            !rv.is_empty() && Some(rv) != old.metadata.resource_version.as_deref()
+            !rv.is_empty() && Some(rv) != current.metadata.resource_version.as_deref()
         });
         let uid_mismatch = obj
             .metadata
             .uid
             .as_deref()
-            .is_some_and(|uid| !uid.is_empty() && Some(uid) != old.metadata.uid.as_deref());
+            .is_some_and(|uid| !uid.is_empty() && Some(uid) != current.metadata.uid.as_deref());
         if rv_mismatch || uid_mismatch {
             return Err(ApiError::conflict(&resource.qualified(), name));
         }
@@ -466,24 +462,24 @@ impl State {
         obj.kind = Some(resource.kind.clone());
         obj.metadata.name = Some(name.to_owned());
         obj.metadata.namespace = namespace.map(str::to_owned);
-        obj.metadata.uid.clone_from(&old.metadata.uid);
+        obj.metadata.uid.clone_from(&current.metadata.uid);
         obj.metadata
             .creation_timestamp
-            .clone_from(&old.metadata.creation_timestamp);
+            .clone_from(&current.metadata.creation_timestamp);
         obj.metadata
             .deletion_timestamp
-            .clone_from(&old.metadata.deletion_timestamp);
+            .clone_from(&current.metadata.deletion_timestamp);
         obj.metadata
             .resource_version
-            .clone_from(&old.metadata.resource_version);
+            .clone_from(&current.metadata.resource_version);
         let spec_changed = obj
             .data
             .iter()
             .filter(|(k, _)| k.as_str() != "status")
-            .ne(old.data.iter().filter(|(k, _)| k.as_str() != "status"));
-        let generation = old.metadata.generation.unwrap_or(1);
+            .ne(current.data.iter().filter(|(k, _)| k.as_str() != "status"));
+        let generation = current.metadata.generation.unwrap_or(1);
         obj.metadata.generation = Some(generation + i64::from(spec_changed));
-        if obj == *old {
+        if obj == *current {
             return Ok(old);
         }
         let kind = if obj.metadata.deletion_timestamp.is_some() && finalizers_empty(&obj) {
@@ -501,20 +497,21 @@ impl State {
         id: &ResourceId,
         namespace: Option<&str>,
         name: &str,
-    ) -> Result<Arc<DynamicObject>, ApiError> {
+    ) -> Result<Arc<Stored>, ApiError> {
         let Existing { key, old, .. } = self.existing(id, namespace, name)?;
-        if !finalizers_empty(&old) {
-            if old.metadata.deletion_timestamp.is_some() {
+        let current = &*old.object;
+        if !finalizers_empty(current) {
+            if current.metadata.deletion_timestamp.is_some() {
                 return Ok(old);
             }
-            let mut obj = (*old).clone();
+            let mut obj = current.clone();
             obj.metadata.deletion_timestamp = Some(rfc3339(now_secs()));
             obj.metadata
                 .other
                 .insert("deletionGracePeriodSeconds".into(), Value::from(0));
             return self.commit(id, EventType::Modified, key, obj, Some(old));
         }
-        let last = (*old).clone();
+        let last = current.clone();
         self.commit(id, EventType::Deleted, key, last, Some(old))
     }
 
@@ -523,7 +520,7 @@ impl State {
         id: &ResourceId,
         namespace: Option<&str>,
         name: &str,
-    ) -> Result<Arc<DynamicObject>, ApiError> {
+    ) -> Result<Arc<Stored>, ApiError> {
         let rs = self.resource(id)?;
         let namespace = if rs.resource.namespaced {
             namespace

@@ -1,26 +1,40 @@
 //! Watch streams: one task per watch writes newline-delimited JSON events into the response body.
+//!
+//! Events that are ready together (the initial events of a watch-list, a history replay, a burst
+//! of queued changes) go out in frames of several lines, up to [`BATCH_BYTES`], instead of one
+//! channel message, HTTP chunk and write each; a line is never split across frames, and the
+//! frame is sent before the task waits for anything. While a watch fault that counts events is
+//! armed ([`FaultKind::DropAfter`], [`FaultKind::Slow`], ...), each event is its own frame, as the
+//! fault needs.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, header};
 use kcache_reflector::Status;
-use kcache_store::DynamicObject;
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::body::{Abort, Chunk, ResponseBody};
 use super::faults::FaultKind;
-use super::routes::{Item, ListParams, Target, error_response, parse_rv, wait_for_rv};
+use super::routes::{ListParams, Target, error_response, parse_rv, wait_for_rv};
 use super::state::{Event, EventType, Shared};
 use super::status::ApiError;
+use super::stored::Stored;
 use super::table;
 
 /// Chunks buffered between a watch task and hyper.
 const BODY_BUFFER: usize = 16;
+
+/// A frame of batched lines is sent once it holds this many bytes (or sooner, when nothing else
+/// is ready).
+const BATCH_BYTES: usize = 64 * 1024;
+
+/// Queued events taken at most after one received, before the task checks its timers, the
+/// client and the server again.
+const DRAIN_EVENTS: usize = 256;
 
 /// The annotation on the bookmark that ends a watch-list's initial events.
 pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
@@ -132,6 +146,7 @@ fn stream(
         p,
         table,
         tx,
+        batch: Vec::new(),
         sent: 0,
         fault,
         fault_fired: false,
@@ -152,6 +167,8 @@ struct Producer {
     p: ListParams,
     table: bool,
     tx: mpsc::Sender<Chunk>,
+    /// Lines written but not sent yet (see [`Producer::write`]).
+    batch: Vec<u8>,
     kind: String,
     api_version: String,
     unfiltered: bool,
@@ -167,9 +184,14 @@ struct Producer {
 impl Producer {
     async fn run(mut self, start: Start) {
         let cancel = self.shared.cancel.clone();
+        let stream = async {
+            let _ = self.run_inner(start).await;
+            // Whatever the stream ends with (a timeout, an ERROR event, half a line) goes out.
+            let _ = self.flush().await;
+        };
         tokio::select! {
             () = cancel.cancelled() => {}
-            _ = self.run_inner(start) => {}
+            () = stream => {}
         }
     }
 
@@ -191,7 +213,7 @@ impl Producer {
         };
         self.check_fault().await?;
         for obj in &initial {
-            if self.p.matches(&self.target, obj) {
+            if self.unfiltered || self.p.matches(&self.target, &obj.object) {
                 self.send_object("ADDED", obj).await?;
             }
         }
@@ -213,20 +235,34 @@ impl Producer {
         let mut paused_rx = self.shared.paused_tx.subscribe();
         let mut paused = *paused_rx.borrow_and_update();
         let cancel = self.shared.cancel.clone();
+        // The timers live across iterations: one made per iteration would be registered with
+        // the timer wheel and removed again for every event.
+        let deadline = tokio::time::sleep_until(self.deadline);
+        tokio::pin!(deadline);
+        let bookmark_timer = tokio::time::sleep_until(next_bookmark);
+        tokio::pin!(bookmark_timer);
         loop {
+            // Send the lines batched so far unless more events are ready to join them: the
+            // select below may wait.
+            if paused || rx.is_empty() {
+                self.flush().await?;
+            }
             let bookmark_at = pre_deadline.map_or(next_bookmark, |d| d.min(next_bookmark));
+            if bookmark_timer.deadline() != bookmark_at {
+                bookmark_timer.as_mut().reset(bookmark_at);
+            }
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Ok(()),
                 () = self.tx.closed() => return Ok(()),
-                () = tokio::time::sleep_until(self.deadline) => return Ok(()),
+                () = &mut deadline => return Ok(()),
                 changed = paused_rx.changed() => {
                     if changed.is_err() {
                         return Ok(());
                     }
                     paused = *paused_rx.borrow_and_update();
                 }
-                () = tokio::time::sleep_until(bookmark_at), if bookmarks && !paused => {
+                () = &mut bookmark_timer, if bookmarks && !paused => {
                     if pre_deadline.is_some_and(|d| d <= Instant::now()) {
                         pre_deadline = None;
                     } else {
@@ -240,7 +276,21 @@ impl Producer {
                     }
                 }
                 event = rx.recv(), if !paused => match event {
-                    Some(event) => self.deliver(&event).await?,
+                    Some(event) => {
+                        self.deliver(&event).await?;
+                        // Events queued behind it join the same frame. The pause is checked
+                        // before each, as this select checks it before each `recv`.
+                        let mut more = DRAIN_EVENTS;
+                        while more > 0
+                            && self.batching()
+                            && self.batch.len() < BATCH_BYTES
+                            && !paused_rx.has_changed().unwrap_or(true)
+                        {
+                            let Ok(event) = rx.try_recv() else { break };
+                            self.deliver(&event).await?;
+                            more -= 1;
+                        }
+                    }
                     // Dropped as too slow: end cleanly, the client resumes from its last RV.
                     None => return Ok(()),
                 },
@@ -294,7 +344,7 @@ impl Producer {
             metadata["annotations"] = json!({INITIAL_EVENTS_END: "true"});
         }
         let obj = json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": metadata});
-        self.send_raw(encode_line("BOOKMARK", &obj)).await
+        self.send_line("BOOKMARK", &obj).await
     }
 
     /// Sends one stored event through this watch's filter (selector transitions per §2.9).
@@ -303,60 +353,85 @@ impl Producer {
             return Ok(());
         }
         self.last_rv = event.rv;
-        if self.unfiltered && !self.table {
-            return self.send_counted(event.encoded_line()).await;
-        }
-        let new_matches = self.p.matches(&self.target, &event.obj);
+        let new_matches = self.unfiltered || self.p.matches(&self.target, &event.obj.object);
         let old_matches = event
             .prev
             .as_ref()
-            .is_some_and(|prev| self.p.matches(&self.target, prev));
-        let (kind, obj): (EventType, Cow<'_, DynamicObject>) = match event.kind {
-            EventType::Added if new_matches => (EventType::Added, Cow::Borrowed(&event.obj)),
+            .is_some_and(|prev| self.unfiltered || self.p.matches(&self.target, &prev.object));
+        let left;
+        let (kind, obj): (EventType, &Stored) = match event.kind {
+            EventType::Added if new_matches => (EventType::Added, &event.obj),
             EventType::Modified => match (old_matches, new_matches) {
-                (true, true) => (EventType::Modified, Cow::Borrowed(&event.obj)),
-                (false, true) => (EventType::Added, Cow::Borrowed(&event.obj)),
+                (true, true) => (EventType::Modified, &event.obj),
+                (false, true) => (EventType::Added, &event.obj),
                 (true, false) => {
-                    let mut old = event.prev.as_deref().cloned().unwrap_or_default();
+                    // Left the selection: DELETED with the last state it matched in, at this
+                    // event's RV (encoded here: only filtered watches need it).
+                    let mut old = event
+                        .prev
+                        .as_ref()
+                        .map(|prev| (*prev.object).clone())
+                        .unwrap_or_default();
                     old.metadata.resource_version = Some(event.rv.to_string());
-                    (EventType::Deleted, Cow::Owned(old))
+                    left = Stored::new(old);
+                    (EventType::Deleted, &left)
                 }
                 (false, false) => return Ok(()),
             },
-            EventType::Deleted if old_matches || new_matches => {
-                (EventType::Deleted, Cow::Borrowed(&event.obj))
-            }
+            EventType::Deleted if old_matches || new_matches => (EventType::Deleted, &event.obj),
             _ => return Ok(()),
         };
-        self.send_object(kind.as_str(), &obj).await
+        self.send_object(kind.as_str(), obj).await
     }
 
-    async fn send_object(&mut self, kind: &str, obj: &DynamicObject) -> Result<(), Stop> {
-        let line = if self.table {
+    async fn send_object(&mut self, kind: &str, obj: &Stored) -> Result<(), Stop> {
+        if self.table {
+            let obj = &*obj.object;
             let t = table::table(obj.metadata.resource_version.as_deref(), &[obj]);
-            encode_line(kind, &t)
-        } else {
-            encode_obj_line(kind, obj)
-        };
-        self.send_counted(line).await
+            return self.send_counted(|out| write_line(out, kind, &t)).await;
+        }
+        self.send_counted(|out| obj.write_event_line(out, kind))
+            .await
     }
 
     async fn send_line(&mut self, kind: &str, obj: &impl serde::Serialize) -> Result<(), Stop> {
-        self.send_raw(encode_line(kind, obj)).await
+        self.write(|out| write_line(out, kind, obj)).await
     }
 
-    /// Sends an event line, then applies an "after N events" fault.
-    async fn send_counted(&mut self, line: Bytes) -> Result<(), Stop> {
+    /// Writes an event line, then applies an "after N events" fault.
+    async fn send_counted(&mut self, line: impl FnOnce(&mut Vec<u8>)) -> Result<(), Stop> {
         if let Some(FaultKind::Slow(delay)) = &self.fault {
             tokio::time::sleep(*delay).await;
         }
-        self.send_raw(line).await?;
+        self.write(line).await?;
         self.sent += 1;
         self.check_fault().await
     }
 
-    async fn send_raw(&mut self, line: Bytes) -> Result<(), Stop> {
-        self.tx.send(Ok(line)).await.map_err(|_| Stop)
+    /// Whether lines may wait in [`batch`](Self::batch) for more: not while a fault that counts
+    /// events or paces them is armed, so that each event is its own frame then, as before
+    /// batching (the drop after N events waits for exactly N to be written out).
+    fn batching(&self) -> bool {
+        self.fault.is_none() || self.fault_fired
+    }
+
+    /// Appends bytes (whole lines, or the fault's half line) with `write`, then sends the batch
+    /// if it is full or batching is off. The caller [`flush`](Self::flush)es before waiting.
+    async fn write(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> Result<(), Stop> {
+        write(&mut self.batch);
+        if !self.batching() || self.batch.len() >= BATCH_BYTES {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Sends the batched lines, if any, as one frame.
+    async fn flush(&mut self) -> Result<(), Stop> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let frame = std::mem::take(&mut self.batch);
+        self.tx.send(Ok(Bytes::from(frame))).await.map_err(|_| Stop)
     }
 
     async fn check_fault(&mut self) -> Result<(), Stop> {
@@ -395,15 +470,16 @@ impl Producer {
             FaultKind::TruncateAfter(_) => {
                 let obj = json!({"kind": self.kind, "apiVersion": self.api_version,
                     "metadata": {"name": "truncated", "resourceVersion": self.last_rv.to_string()}});
-                let line = encode_line("MODIFIED", &obj);
-                let half = line.slice(..line.len() / 2);
-                self.send_raw(half).await?;
+                let mut line = Vec::new();
+                write_line(&mut line, "MODIFIED", &obj);
+                line.truncate(line.len() / 2);
+                self.write(|out| out.extend_from_slice(&line)).await?;
                 Err(Stop)
             }
             FaultKind::CorruptAfter(_) => {
-                self.send_raw(Bytes::from_static(
-                    b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\x01]]\n",
-                ))
+                self.write(|out| {
+                    out.extend_from_slice(b"{\"type\":\"MODIFIED\",\"object\":{\"kind\":\x01]]\n");
+                })
                 .await
             }
             FaultKind::UnknownTypeAfter(_) => {
@@ -420,31 +496,12 @@ impl Producer {
     }
 }
 
-fn encode_line(kind: &str, obj: &impl serde::Serialize) -> Bytes {
-    let mut out = Vec::with_capacity(128);
+/// Appends the event line `{"type":"<kind>","object":<obj>}\n`.
+fn write_line(out: &mut Vec<u8>, kind: &str, obj: &impl serde::Serialize) {
     out.extend_from_slice(b"{\"type\":\"");
     out.extend_from_slice(kind.as_bytes());
     out.extend_from_slice(b"\",\"object\":");
-    let _ = serde_json::to_writer(&mut out, obj);
+    // Serializing into a Vec fails only for maps with non-string keys, which no event has.
+    let _ = serde_json::to_writer(&mut *out, obj);
     out.extend_from_slice(b"}\n");
-    Bytes::from(out)
-}
-
-impl Event {
-    /// The event's line for unfiltered watchers, encoded on first use and shared after.
-    pub(crate) fn encoded_line(&self) -> Bytes {
-        self.line
-            .get_or_init(|| encode_obj_line(self.kind.as_str(), &self.obj))
-            .clone()
-    }
-}
-
-fn encode_obj_line(kind: &str, obj: &DynamicObject) -> Bytes {
-    let mut out = Vec::with_capacity(1024);
-    out.extend_from_slice(b"{\"type\":\"");
-    out.extend_from_slice(kind.as_bytes());
-    out.extend_from_slice(b"\",\"object\":");
-    let _ = serde_json::to_writer(&mut out, &Item(obj, true));
-    out.extend_from_slice(b"}\n");
-    Bytes::from(out)
 }

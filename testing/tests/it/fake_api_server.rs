@@ -203,6 +203,69 @@ async fn pagination_keeps_one_snapshot_and_tokens_expire() {
 }
 
 #[tokio::test]
+async fn remaining_item_count_is_exact_on_every_page() {
+    let server = FakeApiServer::start().await.unwrap();
+    let pods = ApiResource::pods();
+    // "ab" sorts between "a" and "b": its keys must not leak into namespace "a"'s pages.
+    for (ns, n) in [("a", 7), ("ab", 2), ("b", 6), ("c", 5)] {
+        create_pods(&server, ns, numbered("p", n));
+    }
+    let client = Client::new(&server);
+    let mut extra = 0;
+    for path in [
+        "/api/v1/pods",
+        "/api/v1/namespaces/a/pods",
+        "/api/v1/namespaces/ab/pods",
+        "/api/v1/namespaces/c/pods",
+    ] {
+        for limit in [1, 2, 3, 5, 100] {
+            let first = client.get(&format!("{path}?limit={limit}")).await.json();
+            let mut seen = names(&first).len();
+            let remaining = first["metadata"]["remainingItemCount"]
+                .as_u64()
+                .unwrap_or(0);
+            let total = seen + usize::try_from(remaining).unwrap();
+            let mut list = first;
+            loop {
+                // Writes between pages change neither the pages nor their counts.
+                extra += 1;
+                create_pods(&server, "a", [format!("x{extra}")]);
+                server
+                    .delete(&pods, Some("b"), &format!("p{}", extra % 6))
+                    .ok();
+                let Some(token) = list["metadata"]["continue"].as_str() else {
+                    assert!(list["metadata"].get("remainingItemCount").is_none());
+                    break;
+                };
+                assert_eq!(
+                    list["metadata"]["remainingItemCount"],
+                    total - seen,
+                    "{path} limit {limit} after {seen}"
+                );
+                list = client
+                    .get(&format!("{path}?limit={limit}&continue={token}"))
+                    .await
+                    .json();
+                seen += names(&list).len();
+            }
+            assert_eq!(seen, total, "{path} limit {limit}");
+        }
+    }
+    // A token from another list, starting past this namespace's keys: nothing left.
+    let in_c = client.get("/api/v1/namespaces/c/pods?limit=1").await.json();
+    let token = in_c["metadata"]["continue"].as_str().unwrap();
+    for ns in ["a", "ab"] {
+        let past = client
+            .get(&format!(
+                "/api/v1/namespaces/{ns}/pods?limit=5&continue={token}"
+            ))
+            .await;
+        assert_eq!(past.status, StatusCode::OK);
+        assert_eq!(past.json()["items"], json!([]));
+    }
+}
+
+#[tokio::test]
 async fn continue_tokens_expire_when_history_is_compacted() {
     let server = FakeApiServer::builder()
         .history_limit(3)
@@ -593,6 +656,68 @@ async fn timeout_seconds_ends_the_stream_cleanly() {
         took >= Duration::from_millis(900) && took < Duration::from_secs(3),
         "{took:?}"
     );
+}
+
+#[tokio::test]
+async fn large_watch_lists_and_bursts_arrive_whole_and_in_order() {
+    // Enough events for many frames of batched lines: each must still arrive whole, once and
+    // in order, on a filtered watch as on an unfiltered one.
+    let server = FakeApiServer::builder()
+        .watcher_buffer(5000)
+        .start()
+        .await
+        .unwrap();
+    let pods = ApiResource::pods();
+    // Every third pod is a database; `flipped`: the other way round.
+    let app = |i: usize, flipped: bool| {
+        if i.is_multiple_of(3) == flipped {
+            "web"
+        } else {
+            "db"
+        }
+    };
+    let names: Vec<String> = (0..1500).map(|i| format!("p{i:04}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        server
+            .create(&pods, pod("ns", name, app(i, false)))
+            .unwrap();
+    }
+    let client = Client::new(&server);
+    let query = "watch=1&sendInitialEvents=true&allowWatchBookmarks=true&\
+                 resourceVersionMatch=NotOlderThan";
+    let mut all = client.watch(&format!("/api/v1/pods?{query}")).await;
+    let mut db = client
+        .watch(&format!("/api/v1/pods?{query}&labelSelector=app%3Ddb"))
+        .await;
+    // Pod i was created at RV i + 2.
+    for (i, name) in names.iter().enumerate() {
+        assert_event(&all.next().await, "ADDED", name, i + 2);
+        if app(i, false) == "db" {
+            assert_event(&db.next().await, "ADDED", name, i + 2);
+        }
+    }
+    for watch in [&mut all, &mut db] {
+        let end = watch.next().await;
+        assert_eq!(end["type"], "BOOKMARK");
+        assert_eq!(end["object"]["metadata"]["resourceVersion"], "1501");
+    }
+    // A burst, queued while paused: the first 600 pods change app.
+    server.pause_watches();
+    for (i, name) in names.iter().enumerate().take(600) {
+        server.update(&pods, pod("ns", name, app(i, true))).unwrap();
+    }
+    server.resume_watches();
+    for (i, name) in names.iter().enumerate().take(600) {
+        assert_event(&all.next().await, "MODIFIED", name, 1502 + i);
+        let kind = if app(i, true) == "db" {
+            "ADDED"
+        } else {
+            "DELETED"
+        };
+        assert_event(&db.next().await, kind, name, 1502 + i);
+    }
+    assert_quiet(&mut all).await;
+    assert_quiet(&mut db).await;
 }
 
 #[tokio::test]
