@@ -308,6 +308,27 @@ impl Coordinator {
     }
 }
 
+/// Each figure's median over `runs` (the mean of the middle two for an even count).
+pub fn median(runs: &[Figures]) -> Figures {
+    fn mid(mut v: Vec<f64>) -> f64 {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        match n {
+            0 => 0.0,
+            _ if n % 2 == 1 => v[n / 2],
+            _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        }
+    }
+    let of = |f: fn(&Figures) -> f64| mid(runs.iter().map(f).collect());
+    Figures {
+        sync: Duration::from_secs_f64(of(|f| f.sync.as_secs_f64())),
+        sync_peak_bytes: of(|f| f.sync_peak_bytes as f64) as usize,
+        steady_bytes: of(|f| f.steady_bytes as f64) as usize,
+        cached: of(|f| f.cached as f64) as usize,
+        events_per_sec: of(|f| f.events_per_sec),
+    }
+}
+
 /// Parses the child's `done ...` line.
 pub fn parse_done(line: &str) -> Result<Figures, BoxError> {
     let rest = line

@@ -29,6 +29,8 @@ struct Args {
     seed: u64,
     /// Which rows to run (all when empty).
     only: Vec<String>,
+    /// Rounds of every row; the table gives medians.
+    runs: usize,
 }
 
 fn parse() -> Result<Args, String> {
@@ -40,6 +42,7 @@ fn parse() -> Result<Args, String> {
         updates: 100_000,
         seed: 7,
         only: Vec::new(),
+        runs: 1,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -63,14 +66,21 @@ fn parse() -> Result<Args, String> {
                     .parse()
                     .map_err(|e| format!("--seed: {e}"))?
             }
+            "--runs" => {
+                args.runs = value("--runs")?
+                    .parse::<usize>()
+                    .map_err(|e| format!("--runs: {e}"))?
+                    .max(1)
+            }
             "--only" => {
                 args.only = value("--only")?.split(',').map(str::to_owned).collect();
             }
             "-h" | "--help" => {
                 return Err(
-                    "usage: kcache-bench [--pods N (20000)] [--updates N (100000)] [--seed S] [--only ROWS]\n\
+                    "usage: kcache-bench [--pods N (20000)] [--updates N (100000)] [--seed S] [--only ROWS] [--runs N (1)]\n\
                      ROWS: comma-separated among kube-rs, kube-rs-thread, kcache, kcache-thread, skipped,\n\
-                     skipped-thread (default: all)"
+                     skipped-thread (default: all)\n\
+                     --runs N: N rounds of every row, in turn; the table gives each row's median and range"
                         .into(),
                 );
             }
@@ -78,6 +88,36 @@ fn parse() -> Result<Args, String> {
         }
     }
     Ok(args)
+}
+
+/// The range of a row's sync times and event rates over its runs, printed after the median
+/// (empty for one run).
+struct Spread {
+    sync: String,
+    events: String,
+}
+
+impl Spread {
+    fn of(runs: &[Figures]) -> Self {
+        if runs.len() < 2 {
+            return Self {
+                sync: String::new(),
+                events: String::new(),
+            };
+        }
+        let (mut s_lo, mut s_hi) = (f64::MAX, 0.0_f64);
+        let (mut e_lo, mut e_hi) = (f64::MAX, 0.0_f64);
+        for f in runs {
+            s_lo = s_lo.min(f.sync.as_secs_f64());
+            s_hi = s_hi.max(f.sync.as_secs_f64());
+            e_lo = e_lo.min(f.events_per_sec);
+            e_hi = e_hi.max(f.events_per_sec);
+        }
+        Self {
+            sync: format!(" [{s_lo:.2}-{s_hi:.2}]"),
+            events: format!(" [{e_lo:.0}-{e_hi:.0}]"),
+        }
+    }
 }
 
 fn mb(bytes: usize) -> f64 {
@@ -132,35 +172,52 @@ async fn bench(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     eprintln!("decode floor: serde_json into k8s-openapi Pod, one core ...");
     let floor = floor::decode_floor(args.seed, args.pods.min(20_000))?;
     let (floor_pods, floor_mb) = (floor.pods_per_sec, floor.mb_per_sec);
-    let mut rows: Vec<(Which, Figures)> = Vec::new();
-    for which in Which::all() {
-        if !args.only.is_empty() && !args.only.iter().any(|o| o == which.key()) {
-            continue;
+    let chosen: Vec<Which> = Which::all()
+        .filter(|w| args.only.is_empty() || args.only.iter().any(|o| o == w.key()))
+        .collect();
+    // Rounds of every row in turn, so that a noisy spell of the machine hits all rows alike.
+    let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); chosen.len()];
+    for round in 1..=args.runs {
+        for (which, done) in chosen.iter().zip(&mut runs) {
+            eprintln!(
+                "{} (round {round} of {}): {} pods, then {} updates ...",
+                which.label(),
+                args.runs,
+                args.pods,
+                args.updates
+            );
+            // A fresh server per client: same seed, same workload, same resource versions.
+            let mut server = server::Server::spawn(args.pods, args.updates, args.seed).await?;
+            let figures =
+                clients::run_in_child(*which, &mut server, args.pods, args.updates).await?;
+            server.quit().await;
+            done.push(figures);
         }
-        eprintln!(
-            "{}: {} pods, then {} updates ...",
-            which.label(),
-            args.pods,
-            args.updates
-        );
-        // A fresh server per client: same seed, same workload, same resource versions.
-        let mut server = server::Server::spawn(args.pods, args.updates, args.seed).await?;
-        let figures = clients::run_in_child(which, &mut server, args.pods, args.updates).await?;
-        server.quit().await;
-        rows.push((which, figures));
     }
+    let rows: Vec<(Which, Figures, Spread)> = chosen
+        .into_iter()
+        .zip(runs)
+        .map(|(w, r)| (w, clients::median(&r), Spread::of(&r)))
+        .collect();
     // Ratios are against kube-rs when it ran, else against the first row.
     let kube = rows
         .iter()
-        .find(|(w, _)| *w == Which::KubeRs { own_thread: false })
+        .find(|(w, _, _)| *w == Which::KubeRs { own_thread: false })
         .or_else(|| rows.first())
-        .map(|(_, f)| *f)
+        .map(|(_, f, _)| *f)
         .ok_or("no client ran")?;
 
     println!();
     println!(
-        "{} realistic pods, {} updates, seed {}",
-        args.pods, args.updates, args.seed
+        "{} realistic pods, {} updates, seed {}; {}",
+        args.pods,
+        args.updates,
+        args.seed,
+        if args.runs > 1 {
+            format!("median of {} runs per row (range in brackets)", args.runs)
+        } else {
+            "one run per row".to_owned()
+        }
     );
     println!(
         "decode floor (bare serde_json, one core): {floor_pods:.0} pods/s, {floor_mb:.0} MB/s"
@@ -182,16 +239,18 @@ async fn bench(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         "| client | initial sync | vs kube-rs | sync peak MB | vs kube-rs | steady KB/pod | watch events/s | vs kube-rs | vs floor |"
     );
     println!("|---|---|---|---|---|---|---|---|---|");
-    for (which, f) in &rows {
+    for (which, f, spread) in &rows {
         println!(
-            "| {} | {:.2} s | {:.2}x | {:.0} | {:.2}x | {:.1} | {:.0} | {:.2}x | {:.2}x |",
+            "| {} | {:.2} s{} | {:.2}x | {:.0} | {:.2}x | {:.1} | {:.0}{} | {:.2}x | {:.2}x |",
             which.label(),
             f.sync.as_secs_f64(),
+            spread.sync,
             f.sync.as_secs_f64() / kube.sync.as_secs_f64(),
             mb(f.sync_peak_bytes),
             f.sync_peak_bytes as f64 / kube.sync_peak_bytes as f64,
             f.steady_bytes as f64 / f.cached as f64 / 1e3,
             f.events_per_sec,
+            spread.events,
             f.events_per_sec / kube.events_per_sec,
             f.events_per_sec / floor_pods,
         );
