@@ -142,7 +142,14 @@ impl<T: DeserializeOwned> WatchEvent<T> {
     ///
     /// [`Error::Decode`] when the bytes are not a watch event of `T`.
     pub fn from_json(bytes: &[u8]) -> Result<Self, Error> {
-        serde_json::from_slice(bytes).map_err(|e| Error::decode("watch event", e))
+        // One UTF-8 check of the whole line is cheaper than serde_json's check of every string
+        // in it (from a `&str` it checks none); invalid UTF-8 goes the slow way for serde_json's
+        // error, with its position.
+        let decoded = match std::str::from_utf8(bytes) {
+            Ok(text) => serde_json::from_str(text),
+            Err(_) => serde_json::from_slice(bytes),
+        };
+        decoded.map_err(|e| Error::decode("watch event", e))
     }
 }
 
@@ -321,5 +328,22 @@ mod tests {
     fn unknown_type_is_a_decode_error() {
         let e = WatchEvent::<Value>::from_json(br#"{"type":"WAT","object":{}}"#).unwrap_err();
         assert!(matches!(e, Error::Decode { .. }));
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_decode_error_with_its_position() {
+        let mut line = br#"{"type":"ADDED","object":{"name":"ab"}}"#.to_vec();
+        let ok = WatchEvent::<Value>::from_json(&line).unwrap();
+        assert!(matches!(ok, WatchEvent::Added(v) if v["name"] == "ab"));
+        line[35] = 0xFF; // inside "ab"
+        let e = WatchEvent::<Value>::from_json(&line).unwrap_err();
+        let Error::Decode { source, .. } = &e else {
+            panic!("{e}")
+        };
+        let text = source.to_string();
+        assert!(
+            text.contains("invalid unicode") && text.contains("column 36"),
+            "{text}"
+        );
     }
 }
