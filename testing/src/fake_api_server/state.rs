@@ -415,7 +415,7 @@ impl State {
     ) -> Result<Arc<Stored>, ApiError> {
         let rv = self.next_rv();
         obj.metadata.resource_version = Some(rv.to_string());
-        let obj = Stored::new(obj);
+        let obj = Stored::new(obj).map_err(super::routes::internal)?;
         let objects = &mut self.resource_mut(id)?.objects;
         if kind == EventType::Deleted {
             objects.remove(&key);

@@ -54,11 +54,14 @@ pub(crate) struct Stored {
 
 impl Stored {
     /// Stores `object`, encoding it now.
-    pub(crate) fn new(object: DynamicObject) -> Arc<Self> {
-        // Serializing a `DynamicObject` into memory cannot fail: every map key is a string and
-        // a `serde_json::Value` holds no non-finite number. The fallback is never used.
-        let untyped = serde_json::to_vec(&Item(&object, false))
-            .unwrap_or_else(|_| b"{\"metadata\":{}}".to_vec());
+    ///
+    /// # Errors
+    ///
+    /// When `serde_json` cannot encode it (it always can: every key is a string and a
+    /// `serde_json::Value` holds no non-finite number); the write that stores it then fails
+    /// instead of serving made-up bytes.
+    pub(crate) fn new(object: DynamicObject) -> Result<Arc<Self>, serde_json::Error> {
+        let untyped = serde_json::to_vec(&Item(&object, false))?;
         // `{"apiVersion":..,"kind":..,` then the untyped members after their `{`: the compact
         // formatter writes members in order, comma-separated, so these are the bytes of
         // `Item(object, true)`.
@@ -76,11 +79,11 @@ impl Stored {
         }
         let members = typed.len();
         typed.extend_from_slice(untyped.get(1..).unwrap_or_default());
-        Arc::new(Self {
+        Ok(Arc::new(Self {
             object: Arc::new(object),
             typed,
             members,
-        })
+        }))
     }
 
     /// The length [`write_json`](Self::write_json) appends.
@@ -141,7 +144,7 @@ mod tests {
             object(json!({"metadata": {"name": "bare"}})),
         ];
         for obj in objects {
-            let stored = Stored::new(obj.clone());
+            let stored = Stored::new(obj.clone()).unwrap();
             for typed in [false, true] {
                 let mut out = b"prefix".to_vec();
                 stored.write_json(&mut out, typed);

@@ -213,7 +213,7 @@ impl Producer {
         };
         self.check_fault().await?;
         for obj in &initial {
-            if self.unfiltered || self.p.matches(&self.target, &obj.object) {
+            if self.selects(obj) {
                 self.send_object("ADDED", obj).await?;
             }
         }
@@ -353,11 +353,8 @@ impl Producer {
             return Ok(());
         }
         self.last_rv = event.rv;
-        let new_matches = self.unfiltered || self.p.matches(&self.target, &event.obj.object);
-        let old_matches = event
-            .prev
-            .as_ref()
-            .is_some_and(|prev| self.unfiltered || self.p.matches(&self.target, &prev.object));
+        let new_matches = self.selects(&event.obj);
+        let old_matches = event.prev.as_ref().is_some_and(|prev| self.selects(prev));
         let left;
         let (kind, obj): (EventType, &Stored) = match event.kind {
             EventType::Added if new_matches => (EventType::Added, &event.obj),
@@ -373,7 +370,7 @@ impl Producer {
                         .map(|prev| (*prev.object).clone())
                         .unwrap_or_default();
                     old.metadata.resource_version = Some(event.rv.to_string());
-                    left = Stored::new(old);
+                    left = Stored::new(old).map_err(|_| Stop)?;
                     (EventType::Deleted, &left)
                 }
                 (false, false) => return Ok(()),
@@ -382,6 +379,12 @@ impl Producer {
             _ => return Ok(()),
         };
         self.send_object(kind.as_str(), obj).await
+    }
+
+    /// Whether the watch's selectors select `obj` (a watch without any selects everything,
+    /// unlooked at).
+    fn selects(&self, obj: &Stored) -> bool {
+        self.unfiltered || self.p.matches(&self.target, &obj.object)
     }
 
     async fn send_object(&mut self, kind: &str, obj: &Stored) -> Result<(), Stop> {
