@@ -105,6 +105,11 @@ impl Error {
         self.status().is_some_and(Status::is_too_many_requests)
     }
 
+    /// A 500 `InternalError` ([`Status::is_internal_error`]).
+    pub fn is_internal_error(&self) -> bool {
+        self.status().is_some_and(Status::is_internal_error)
+    }
+
     /// How long the server asked us to wait ([`Status::retry_after`]).
     pub fn retry_after(&self) -> Option<Duration> {
         self.status().and_then(Status::retry_after)

@@ -56,6 +56,7 @@ mod lister_watcher;
 mod object_list;
 mod options;
 mod reflector;
+mod retry;
 mod status;
 mod watch_event;
 
@@ -68,6 +69,7 @@ pub use self::reflector::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_PAGE_SIZE, ErrorHook, MIN_WATCH_TIMEOUT, Reflector,
     ReflectorBuilder, ShouldResyncFn, TransformFn,
 };
+pub use self::retry::RetryWithDeadline;
 pub use self::status::{
     CAUSE_RESOURCE_VERSION_TOO_LARGE, REASON_BAD_REQUEST, REASON_EXPIRED, REASON_GONE,
     REASON_INTERNAL_ERROR, REASON_INVALID, REASON_TIMEOUT, REASON_TOO_MANY_REQUESTS, Status,

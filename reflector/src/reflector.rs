@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     Backoff, BackoffConfig, Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch,
-    WatchEvent, WatchStream,
+    RetryWithDeadline, WatchEvent, WatchStream,
 };
 
 /// The page size of a paginated list (client-go's pager default).
@@ -24,6 +24,8 @@ pub const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
 /// The default idle timeout: a watch that delivers nothing (not even a bookmark, which servers
 /// send about every minute) for this long is ended and re-opened from the last resource version.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// A run of internal errors ends after this long without one (client-go: one minute).
+const INTERNAL_ERROR_RESET: Duration = Duration::from_secs(60);
 /// A watch that ends sooner than this with no event is a [`Error::VeryShortWatch`].
 const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
 
@@ -51,7 +53,10 @@ pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
 ///   synced RV, and after a clean close (or a dropped connection) starts again from the last RV
 ///   without a relist. A 410 (event or answer) ends it and leads to a relist, as does a watch
 ///   that ends within a second with no event, or any other `ERROR` event. A 429 or a refused
-///   connection waits (`Retry-After` when given, else the backoff) and watches again.
+///   connection waits (`Retry-After` when given, else the backoff) and watches again. A 500
+///   `InternalError` event watches again at once while within
+///   [`max_internal_error_retry_duration`](ReflectorBuilder::max_internal_error_retry_duration)
+///   of the first of a run (zero by default: it relists).
 /// - Every round of list-and-watch is followed by a backoff (800 ms doubling to 30 s with jitter,
 ///   reset after 2 quiet minutes).
 ///
@@ -97,6 +102,7 @@ pub struct Reflector<T: Object> {
     use_watch_list: bool,
     min_watch_timeout: Duration,
     idle_timeout: Option<Duration>,
+    max_internal_error_retry: Duration,
     base: ListOptions,
     transform: Option<TransformFn<T>>,
     state: Mutex<State>,
@@ -127,6 +133,7 @@ pub struct ReflectorBuilder<T: Object> {
     seed: Option<u64>,
     min_watch_timeout: Duration,
     idle_timeout: Option<Duration>,
+    max_internal_error_retry: Duration,
     base: ListOptions,
     transform: Option<TransformFn<T>>,
 }
@@ -201,6 +208,15 @@ impl<T: Object> ReflectorBuilder<T> {
         self
     }
 
+    /// How long to keep re-watching (without a relist) while watches end with 500
+    /// `InternalError`s, counted from the first of a run of them (client-go's
+    /// `MaxInternalErrorRetryDuration`). Default zero: the first one relists. A run ends when a
+    /// minute passes without one.
+    pub fn max_internal_error_retry_duration(mut self, max: Duration) -> Self {
+        self.max_internal_error_retry = max;
+        self
+    }
+
     /// The label and field selectors of every request (other fields are ignored).
     pub fn list_options(mut self, base: ListOptions) -> Self {
         self.base = ListOptions {
@@ -233,6 +249,7 @@ impl<T: Object> ReflectorBuilder<T> {
             use_watch_list: self.use_watch_list,
             min_watch_timeout: self.min_watch_timeout,
             idle_timeout: self.idle_timeout,
+            max_internal_error_retry: self.max_internal_error_retry,
             base: self.base,
             transform: self.transform,
             state: Mutex::new(State {
@@ -346,6 +363,7 @@ impl<T: Object> Reflector<T> {
             seed: None,
             min_watch_timeout: MIN_WATCH_TIMEOUT,
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            max_internal_error_retry: Duration::ZERO,
             base: ListOptions::default(),
             transform: None,
         }
@@ -761,6 +779,8 @@ impl<T: Object> Reflector<T> {
         cancel: &CancellationToken,
     ) -> Result<(), Error> {
         let mut resync_at = self.resync_period.map(|p| Instant::now() + p);
+        let mut internal_errors =
+            RetryWithDeadline::new(self.max_internal_error_retry, INTERNAL_ERROR_RESET);
         loop {
             if cancel.is_cancelled() {
                 return Ok(());
@@ -790,10 +810,13 @@ impl<T: Object> Reflector<T> {
                     Some(Err(e)) => return Err(e),
                 }
             };
-            match self
+            let ended = self
                 .handle_watch(s, propagate, start, &mut resync_at, cancel)
-                .await
-            {
+                .await;
+            if let Err(e) = &ended {
+                internal_errors.after(e);
+            }
+            match ended {
                 Ok(WatchEnd::Clean) => {}
                 Ok(WatchEnd::Cancelled) => return Ok(()),
                 Err(e) if e.is_too_many_requests() => {
@@ -802,6 +825,10 @@ impl<T: Object> Reflector<T> {
                     if !sleep_or_cancel(cancel, delay).await {
                         return Ok(());
                     }
+                }
+                Err(e) if e.is_internal_error() && internal_errors.should_retry() => {
+                    // Re-watch from the last RV at once, as client-go does.
+                    self.report(&e);
                 }
                 Err(e @ Error::WatchIdle(_)) => self.report(&e),
                 Err(e) => {

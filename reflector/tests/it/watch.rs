@@ -117,6 +117,62 @@ async fn other_error_events_relist_at_the_last_rv() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn internal_errors_rewatch_at_once_within_the_retry_duration() {
+    let env = Env::with_pods(2);
+    let builder = env
+        .classic_builder()
+        .max_internal_error_retry_duration(Duration::from_secs(30));
+    env.run(builder, async {
+        env.handle.wait_for_watches(1).await;
+        let first = Instant::now();
+        // Three 500s, 10 s apart: each within 30 s of the first, so each re-watches at once.
+        for n in 2..=4 {
+            env.handle
+                .send_error(&Status::internal_error("etcd leader changed"));
+            env.handle.wait_for_watches(n).await;
+            tokio::time::sleep(Duration::from_secs(10)).await;
+        }
+        assert_eq!(first.elapsed(), Duration::from_secs(30));
+        // 31 s after the first of the run: past the window, so this one relists.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        env.handle
+            .send_error(&Status::internal_error("etcd leader changed"));
+        env.handle.wait_for_lists(2).await;
+        env.handle.wait_for_watches(5).await;
+    })
+    .await;
+    env.assert_requests(&[
+        first_list(),
+        watch("2"),
+        watch("2"),
+        watch("2"),
+        watch("2"),
+        relist("2"),
+        watch("2"),
+    ]);
+    assert_eq!(env.errors.lock().unwrap().len(), 4);
+    env.assert_store_matches();
+}
+
+#[tokio::test(start_paused = true)]
+async fn internal_errors_after_a_quiet_minute_open_a_new_window() {
+    let env = Env::with_pods(1);
+    let builder = env
+        .classic_builder()
+        .max_internal_error_retry_duration(Duration::from_secs(30));
+    env.run(builder, async {
+        env.handle.wait_for_watches(1).await;
+        for n in 2..=3 {
+            env.handle.send_error(&Status::internal_error("blip"));
+            env.handle.wait_for_watches(n).await;
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
+    })
+    .await;
+    env.assert_requests(&[first_list(), watch("1"), watch("1"), watch("1")]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn too_many_requests_on_watch_waits_retry_after_without_relist() {
     let env = Env::with_pods(2);
     env.handle
