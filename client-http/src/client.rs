@@ -33,6 +33,8 @@ struct Inner {
     user_agent: String,
     list_timeout: Duration,
     watch_timeout_slack: Duration,
+    /// The impersonation headers (empty without impersonation).
+    impersonation: http::HeaderMap,
 }
 
 impl fmt::Debug for Client {
@@ -61,8 +63,9 @@ impl Client {
     }
 
     /// A client over another HTTP stack. The TLS settings of `config` (roots, client
-    /// certificate, `tls-server-name`, insecure mode) are the transport's business and are not
-    /// used; the URL, the request authentication and the timeouts are.
+    /// certificate, `tls-server-name`, insecure mode) and its proxy are the transport's
+    /// business and are not used; the URL, the request authentication, the impersonation and
+    /// the timeouts are.
     ///
     /// # Errors
     ///
@@ -77,6 +80,10 @@ impl Client {
         slot: Arc<CertSlot>,
     ) -> Result<Self, Error> {
         let auth = Authenticator::new(&config, slot)?;
+        let impersonation = match &config.impersonate {
+            Some(impersonate) => impersonate.headers()?,
+            None => http::HeaderMap::new(),
+        };
         let base = config
             .cluster_url
             .to_string()
@@ -91,6 +98,7 @@ impl Client {
                 user_agent: config.user_agent,
                 list_timeout: config.list_timeout,
                 watch_timeout_slack: config.watch_timeout_slack,
+                impersonation,
             }),
         })
     }
@@ -117,8 +125,9 @@ impl Client {
         self.inner.watch_timeout_slack
     }
 
-    /// Sends a request with the client's credentials and returns a 2xx response with its body
-    /// unread. A request that already has an `Authorization` header keeps it.
+    /// Sends a request with the client's credentials (and impersonation headers) and returns a
+    /// 2xx response with its body unread. A request that already has an `Authorization` header
+    /// keeps it; one that already has an `Impersonate-User` header keeps its impersonation.
     ///
     /// A 401 drops the credential used (a token file is re-read, an exec plugin run again, at
     /// most once per credential) and the request is retried once.
@@ -133,7 +142,12 @@ impl Client {
         &self,
         request: Request<Bytes>,
     ) -> Result<Response<ResponseBody>, kcache_reflector::Error> {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
+        if !parts.headers.contains_key("impersonate-user") {
+            for (name, value) in &self.inner.impersonation {
+                parts.headers.append(name.clone(), value.clone());
+            }
+        }
         let has_auth = parts.headers.contains_key(AUTHORIZATION);
         let mut retried = false;
         loop {

@@ -125,8 +125,8 @@ pub enum Error {
         /// Why the in-cluster config failed (the full chain).
         in_cluster: String,
     },
-    /// A kubeconfig setting this crate does not support (`proxy-url`, `auth-provider`, ...).
-    #[error("unsupported kubeconfig setting: {0}")]
+    /// A setting this crate does not support (`auth-provider`, an `https://` proxy, ...).
+    #[error("unsupported setting: {0}")]
     Unsupported(String),
     /// The TLS configuration could not be built (bad key, unusable certificate).
     #[error("could not set up TLS: {what}")]

@@ -21,9 +21,14 @@
 //!   every non-2xx answer is an `Api` error with the server's `Status` (or one made from a text
 //!   body), so 410, 429 and `Retry-After` work.
 //!
+//! - [`Proxy`]: a kubeconfig's `proxy-url` (`http://` with `CONNECT`, `socks5://`), or
+//!   `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` as client-go reads them. [`Impersonate`]: a
+//!   kubeconfig's `as`, `as-uid`, `as-groups` and `as-user-extra`.
+//!
 //! Compression is never requested (no `Accept-Encoding`): a watch-list response would be
 //! multi-member gzip, and decoding, not transfer, is the informer's bottleneck.
-//! `proxy-url`, `auth-provider` and impersonation are not supported and are reported as such.
+//! The legacy `auth-provider` is not supported (exec plugins replaced it) and is reported as
+//! such, as are `https://` proxies.
 //!
 //! # Example
 //!
@@ -83,10 +88,13 @@ mod api_resource;
 mod auth;
 mod client;
 mod config;
+mod connector;
 mod decode;
 mod error;
+mod impersonate;
 mod lister_watcher;
 mod managed_fields;
+mod proxy;
 mod request;
 mod response;
 mod secret;
@@ -103,8 +111,10 @@ pub use self::config::{
 };
 pub use self::decode::{DecodeErrorHook, decode_list};
 pub use self::error::{BoxError, Error, Result};
+pub use self::impersonate::Impersonate;
 pub use self::lister_watcher::{HttpListerWatcher, HttpListerWatcherBuilder};
 pub use self::managed_fields::SkipManagedFields;
+pub use self::proxy::{Proxy, ProxyProtocol, ProxyUrl};
 pub use self::secret::Secret;
 pub use self::transport::{
     H2_PING_INTERVAL, H2_PING_TIMEOUT, HyperTransport, ResponseBody, Transport,

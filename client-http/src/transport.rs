@@ -21,7 +21,9 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
+use crate::connector::ProxyConnector;
 use crate::error::BoxError;
+use crate::proxy::Route;
 use crate::{Config, Error};
 
 /// A response body: its data frames as they arrive.
@@ -79,6 +81,9 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
 
 /// The default transport: one pooled hyper client over rustls (ring provider).
 ///
+/// It connects directly or through the proxy of [`Config::proxy`] (HTTP `CONNECT` or SOCKS5;
+/// TLS to the server runs inside the tunnel).
+///
 /// HTTP/2 through ALPN (`h2`, then `http/1.1`) with keep-alive pings every 30 s and a 15 s
 /// timeout, which is how a dead connection under long watches is found (client-go does the
 /// same); plain `http://` URLs speak HTTP/1.1. Every clone shares the connection pool, so all
@@ -87,7 +92,7 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
 /// guards watches.
 #[derive(Clone)]
 pub struct HyperTransport {
-    client: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: HyperClient<HttpsConnector<ProxyConnector>, Full<Bytes>>,
 }
 
 impl fmt::Debug for HyperTransport {
@@ -102,12 +107,14 @@ pub const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
 pub const H2_PING_TIMEOUT: Duration = Duration::from_secs(15);
 
 impl HyperTransport {
-    /// A transport for `config`: its trust roots, `tls-server-name`, insecure mode and client
-    /// certificate (static, or renewed by an exec plugin).
+    /// A transport for `config`: its trust roots, `tls-server-name`, insecure mode, client
+    /// certificate (static, or renewed by an exec plugin) and proxy.
     ///
     /// # Errors
     ///
-    /// [`Error::Tls`] when the TLS configuration cannot be built (e.g. a key rustls rejects).
+    /// [`Error::Tls`] when the TLS configuration cannot be built (e.g. a key rustls rejects);
+    /// [`Error::Invalid`] or [`Error::Unsupported`] when a proxy environment variable is not a
+    /// usable proxy URL.
     pub fn new(config: &Config) -> Result<Self, Error> {
         let tls = crate::tls::client_config(config, Arc::default())?;
         Self::from_tls(config, tls)
@@ -127,7 +134,8 @@ impl HyperTransport {
                 }
                 None => Arc::new(DefaultServerNameResolver::default()),
             };
-        let https = HttpsConnector::new(http, tls, false, resolver);
+        let route = Route::new(&config.proxy, &|name| std::env::var(name).ok())?;
+        let https = HttpsConnector::new(ProxyConnector::new(http, route), tls, false, resolver);
         let client = HyperClient::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())

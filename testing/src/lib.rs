@@ -9,6 +9,9 @@
 //!   continue tokens, selectors, bookmarks, streaming lists, compaction with 410s, discovery (so
 //!   `kubectl` works against it) and fault injection. Run it standalone with
 //!   `cargo run -p kcache-testing --example fake_api_server`.
+//! - [`FakeProxy`]: a forward proxy on 127.0.0.1 speaking HTTP `CONNECT` or SOCKS5, with
+//!   optional credentials, that records the tunnels it opens and the requests it refuses, to
+//!   prove that a client goes through the `proxy-url` of its kubeconfig.
 //! - [`workload`]: realistic pods (about 5 KB of JSON with managedFields) and a seeded churn
 //!   driver.
 //! - Queue reference models and invariants: [`check_delta_fifo_against_model`] and friends run a
@@ -18,6 +21,7 @@
 //! kcache's own crates use these from their tests; they are public so users can too.
 
 mod fake_lister_watcher;
+mod fake_proxy;
 mod queue_invariants;
 mod queue_model;
 
@@ -30,6 +34,7 @@ pub use self::fake_api_server::{
 pub use self::fake_lister_watcher::{
     FakeHandle, FakeListerWatcher, FakeObject, FakeRequest, WatchListSupport, wait_until,
 };
+pub use self::fake_proxy::{FakeProxy, FakeProxyBuilder, ProxyProtocol};
 pub use self::queue_invariants::{
     DeltaFifoConfig, QueueOp, QueueSetup, check_delta_fifo_against_model, check_delta_fifo_like,
     check_fifo_against_model, check_fifo_like, check_real_fifo_against_model, check_real_fifo_like,

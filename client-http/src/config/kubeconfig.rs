@@ -8,7 +8,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Deserializer};
 
 use super::{Auth, Config, ExecApiVersion, ExecConfig, Identity, pem};
-use crate::{Error, Result, Secret};
+use crate::{Error, Impersonate, Proxy, ProxyUrl, Result, Secret};
 
 /// Which kubeconfig files to read and which context to use (kubectl's `--kubeconfig`,
 /// `--context`, `--cluster`, `--user`).
@@ -98,7 +98,8 @@ pub struct Cluster {
     /// `insecure-skip-tls-verify`.
     #[serde(default)]
     pub insecure_skip_tls_verify: Option<bool>,
-    /// `proxy-url` (not supported: setting it is an error rather than a silent bypass).
+    /// `proxy-url`: `http://` (CONNECT) or `socks5://`; anything else is an error, never a
+    /// silent direct connection.
     #[serde(default)]
     pub proxy_url: Option<String>,
     /// `disable-compression` (compression is never requested, so it changes nothing).
@@ -151,16 +152,16 @@ pub struct AuthInfo {
     /// `auth-provider` (legacy, not supported).
     #[serde(default)]
     pub auth_provider: Option<Secret<serde_json::Value>>,
-    /// `as` (impersonation, not supported).
+    /// `as`: the user to impersonate.
     #[serde(default, rename = "as")]
     pub impersonate: Option<String>,
-    /// `as-groups` (impersonation, not supported).
+    /// `as-groups`: groups to impersonate.
     #[serde(default)]
     pub as_groups: Option<Vec<String>>,
-    /// `as-uid` (impersonation, not supported).
+    /// `as-uid`: the uid to impersonate.
     #[serde(default)]
     pub as_uid: Option<String>,
-    /// `as-user-extra` (impersonation, not supported).
+    /// `as-user-extra`: extra user information to impersonate.
     #[serde(default)]
     pub as_user_extra: Option<BTreeMap<String, Vec<String>>>,
 }
@@ -442,6 +443,7 @@ impl Kubeconfig {
         let user_label = user_name.unwrap_or_default();
         config.identity = identity(&user_label, &user)?;
         config.auth = auth(&user_label, &user, &cluster)?;
+        config.impersonate = impersonation(&user_label, &user)?;
         Ok(config)
     }
 }
@@ -461,11 +463,6 @@ fn cluster_config(name: &str, cluster: &Cluster) -> Result<Config> {
             format!("server of cluster `{name}`"),
             "not an http:// or https:// URL with a host",
         ));
-    }
-    if cluster.proxy_url.as_deref().is_some_and(|p| !p.is_empty()) {
-        return Err(Error::Unsupported(format!(
-            "proxy-url of cluster `{name}` (connect directly or through a local tunnel)"
-        )));
     }
     let ca_pem = match (
         &cluster.certificate_authority_data,
@@ -491,6 +488,14 @@ fn cluster_config(name: &str, cluster: &Cluster) -> Result<Config> {
     }
     config.insecure_skip_tls_verify = insecure;
     config.tls_server_name = cluster.tls_server_name.clone().filter(|s| !s.is_empty());
+    if let Some(proxy) = cluster
+        .proxy_url
+        .as_deref()
+        .filter(|p| !p.trim().is_empty())
+    {
+        let field = format!("proxy-url of cluster `{name}`");
+        config.proxy = Proxy::Url(ProxyUrl::parse_as(&field, proxy, false)?);
+    }
     Ok(config)
 }
 
@@ -528,17 +533,34 @@ fn identity(name: &str, user: &AuthInfo) -> Result<Option<Identity>> {
     }
 }
 
+/// Who a user acts as: `as`, `as-uid`, `as-groups`, `as-user-extra` (empty values unset).
+fn impersonation(name: &str, user: &AuthInfo) -> Result<Option<Impersonate>> {
+    let as_user = user.impersonate.clone().filter(|u| !u.is_empty());
+    let uid = user.as_uid.clone().filter(|u| !u.is_empty());
+    let groups = user.as_groups.clone().unwrap_or_default();
+    let extra = user.as_user_extra.clone().unwrap_or_default();
+    let Some(as_user) = as_user else {
+        if uid.is_some() || !groups.is_empty() || !extra.is_empty() {
+            return Err(Error::invalid(
+                format!("user `{name}`"),
+                "as-uid, as-groups or as-user-extra is set without `as` (the user to impersonate)",
+            ));
+        }
+        return Ok(None);
+    };
+    let mut impersonate = Impersonate::user(as_user);
+    impersonate.uid = uid;
+    impersonate.groups = groups;
+    impersonate.extra = extra;
+    // Checked here, so that a header it cannot make is a kubeconfig error.
+    impersonate
+        .headers()
+        .map_err(|e| Error::invalid(format!("impersonation of user `{name}`"), e.to_string()))?;
+    Ok(Some(impersonate))
+}
+
 /// The request authentication of a user.
 fn auth(name: &str, user: &AuthInfo, cluster: &Cluster) -> Result<Auth> {
-    if user.impersonate.is_some()
-        || user.as_groups.is_some()
-        || user.as_uid.is_some()
-        || user.as_user_extra.is_some()
-    {
-        return Err(Error::Unsupported(format!(
-            "impersonation (as, as-groups, as-uid, as-user-extra) of user `{name}`"
-        )));
-    }
     let token = user.token.clone().filter(|t| !t.expose().is_empty());
     let token_file = user
         .token_file

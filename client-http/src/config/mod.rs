@@ -19,7 +19,7 @@ pub use self::kubeconfig::{
     NamedCluster, NamedContext, fuzz_kubeconfig,
 };
 use crate::request::DEFAULT_USER_AGENT;
-use crate::{Error, Result, Secret};
+use crate::{Error, Impersonate, Proxy, Result, Secret};
 
 /// How requests authenticate, besides a client certificate.
 #[derive(Debug, Clone, Default)]
@@ -126,6 +126,11 @@ pub struct Config {
     pub token_file_refresh: Duration,
     /// The `User-Agent` header.
     pub user_agent: String,
+    /// How the default transport reaches the server: the environment's `HTTPS_PROXY` and
+    /// friends unless said otherwise (a kubeconfig's `proxy-url`). Other transports ignore it.
+    pub proxy: Proxy,
+    /// Act as another user (a kubeconfig's `as`, `as-uid`, `as-groups`, `as-user-extra`).
+    pub impersonate: Option<Impersonate>,
 }
 
 impl Config {
@@ -144,6 +149,8 @@ impl Config {
             watch_timeout_slack: Duration::from_secs(30),
             token_file_refresh: Duration::from_secs(60),
             user_agent: DEFAULT_USER_AGENT.to_owned(),
+            proxy: Proxy::FromEnvironment,
+            impersonate: None,
         }
     }
 

@@ -1,15 +1,17 @@
 //! Integration tests of kcache-client-http: the lister-watcher against the fake API server over
 //! HTTP and HTTPS (client certificates included), kubeconfig and in-cluster loading on fixture
-//! files, credentials, and an informer built from `Config::infer()`.
+//! files, credentials, proxies and impersonation, and an informer built from `Config::infer()`.
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
 mod auth;
+mod impersonate;
 mod in_cluster;
 mod informer;
 mod kubeconfig;
 mod list_watch;
 mod mtls;
 mod own_thread;
+mod proxy;
 mod send_sync;
 mod support;
 mod transport;

@@ -286,6 +286,15 @@ pub(crate) async fn handle(
             path: path.clone(),
             query: query.clone(),
             version: format!("{:?}", req.version()),
+            impersonation: req
+                .headers()
+                .iter()
+                .filter(|(name, _)| name.as_str().starts_with("impersonate-"))
+                .map(|(name, value)| {
+                    let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                    (name.as_str().to_owned(), value)
+                })
+                .collect(),
         };
         let limit = shared.config.request_log_limit;
         shared.lock().log_request(record, limit);

@@ -113,6 +113,8 @@ pub struct RequestRecord {
     pub query: Vec<(String, String)>,
     /// `HTTP/1.1` or `HTTP/2.0`.
     pub version: String,
+    /// The `Impersonate-*` headers, names in lower case, in the order received.
+    pub impersonation: Vec<(String, String)>,
 }
 
 impl RequestRecord {

@@ -6,4 +6,5 @@ mod fake_api_server;
 mod fake_api_server_client;
 mod fake_api_server_faults;
 mod fake_api_server_kubectl;
+mod fake_proxy;
 mod workload;
