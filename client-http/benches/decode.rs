@@ -81,7 +81,13 @@ fn bare_str<T: DeserializeOwned>(s: &Stream) -> usize {
 }
 
 fn incremental<T: DeserializeOwned>(s: &Stream, skip: bool) -> usize {
-    let mut d = WatchDecoder::<T>::new().skip_managed_fields(skip);
+    incremental_with::<T>(s, skip, false)
+}
+
+fn incremental_with<T: DeserializeOwned>(s: &Stream, skip: bool, exact: bool) -> usize {
+    let mut d = WatchDecoder::<T>::new()
+        .skip_managed_fields(skip)
+        .exact_capacities(exact);
     let mut n = 0;
     for chunk in &s.chunks {
         d.push(chunk.clone());
@@ -128,6 +134,12 @@ fn decode(c: &mut Criterion) {
     });
     g.bench_function("pod/watch_decoder_skip_mf", |b| {
         b.iter(|| incremental::<Pod>(&s, true));
+    });
+    g.bench_function("pod/watch_decoder_exact", |b| {
+        b.iter(|| incremental_with::<Pod>(&s, false, true));
+    });
+    g.bench_function("pod/watch_decoder_exact_skip_mf", |b| {
+        b.iter(|| incremental_with::<Pod>(&s, true, true));
     });
     g.finish();
 }

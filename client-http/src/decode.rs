@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use crate::SkipManagedFields;
+use crate::exact_capacity::ArrayCounts;
 
 /// Called with every object the client skipped because it could not be decoded (list items
 /// and watch events alike).
@@ -24,6 +25,8 @@ pub type DecodeErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
 pub(crate) struct DecodeOptions {
     /// Drop `metadata.managedFields` while parsing.
     pub(crate) skip_managed_fields: bool,
+    /// Size vectors exactly (an array-counting pass first).
+    pub(crate) exact_capacities: bool,
     /// Told about every skipped object.
     pub(crate) on_error: Option<DecodeErrorHook>,
 }
@@ -32,6 +35,7 @@ impl std::fmt::Debug for DecodeOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DecodeOptions")
             .field("skip_managed_fields", &self.skip_managed_fields)
+            .field("exact_capacities", &self.exact_capacities)
             .field("on_error", &self.on_error.as_ref().map(|_| "Fn(&Error)"))
             .finish()
     }
@@ -47,11 +51,25 @@ impl DecodeOptions {
     }
 }
 
-/// Decodes one object from JSON text.
+/// Decodes one object from JSON text, with exact vector capacities when `counts` is given
+/// (falling back to the plain decode, and its error, if that fails).
 pub(crate) fn decode_object<T: DeserializeOwned>(
     json: &str,
     skip_managed_fields: bool,
+    counts: Option<&mut ArrayCounts>,
 ) -> Result<T, serde_json::Error> {
+    if let Some(counts) = counts
+        && counts.scan(json.as_bytes())
+    {
+        let exact = if skip_managed_fields {
+            counts.decode::<SkipManagedFields<T>>(json).map(|o| o.0)
+        } else {
+            counts.decode(json)
+        };
+        if let Ok(object) = exact {
+            return Ok(object);
+        }
+    }
     if skip_managed_fields {
         serde_json::from_str::<SkipManagedFields<T>>(json).map(|o| o.0)
     } else {
@@ -107,6 +125,7 @@ pub fn decode_list<T: DeserializeOwned>(
 ) -> Result<ObjectList<T>, Error> {
     let options = DecodeOptions {
         skip_managed_fields,
+        exact_capacities: false,
         on_error: on_error.cloned(),
     };
     decode_list_with(body, &options)
@@ -120,8 +139,9 @@ pub(crate) fn decode_list_with<T: DeserializeOwned>(
         serde_json::from_slice(body).map_err(|e| Error::decode("list response", e))?;
     let raws = raw.items.unwrap_or_default();
     let mut items = Vec::with_capacity(raws.len());
+    let mut counts = options.exact_capacities.then(ArrayCounts::default);
     for (i, item) in raws.into_iter().enumerate() {
-        match decode_object::<T>(item.get(), options.skip_managed_fields) {
+        match decode_object::<T>(item.get(), options.skip_managed_fields, counts.as_mut()) {
             Ok(obj) => items.push(obj),
             Err(e) => {
                 let context = format!("list item {i} ({})", describe(item.get()));

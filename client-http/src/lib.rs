@@ -91,6 +91,7 @@ mod config;
 mod connector;
 mod decode;
 mod error;
+mod exact_capacity;
 mod impersonate;
 mod lister_watcher;
 mod managed_fields;

@@ -109,6 +109,21 @@ impl<T> HttpListerWatcherBuilder<T> {
         self
     }
 
+    /// Allocate every vector of a decoded object at its final size. Off by default.
+    ///
+    /// `serde_json` gives no lengths, so a `Vec` grows by doubling and keeps the slack: about a
+    /// sixth of a typed k8s-openapi `Pod`. With this on, each object is first scanned to count
+    /// the elements of its arrays, and every vector is allocated once at its final size. In
+    /// `cargo xtask bench` (20,000 pods, an informer on its own thread): 31.9 KB per cached pod
+    /// instead of 38.0 KB, a sync peak of 637 MB instead of 759 MB, and 6% fewer watch events/s
+    /// (the scan costs about 12% of decoding: `cargo bench -p kcache-client-http --bench decode
+    /// -- pod/`). Worth it for large caches, where memory is the limit; types that ignore size
+    /// hints (`DynamicObject`) gain nothing.
+    pub fn exact_capacities(mut self, on: bool) -> Self {
+        self.inner.decode.exact_capacities = on;
+        self
+    }
+
     /// The largest watch event accepted, in bytes
     /// (default [`DEFAULT_MAX_EVENT_SIZE`]); a larger one is reported and skipped.
     pub fn max_event_size(mut self, bytes: usize) -> Self {
@@ -223,7 +238,8 @@ where
             .map(|s| std::time::Duration::from_secs(s) + self.client.watch_timeout_slack());
         let decoder = WatchDecoder::new()
             .max_event_size(self.max_event_size)
-            .skip_managed_fields(self.decode.skip_managed_fields);
+            .skip_managed_fields(self.decode.skip_managed_fields)
+            .exact_capacities(self.decode.exact_capacities);
         Ok(watch_stream(
             response.into_body(),
             decoder,

@@ -25,6 +25,7 @@ use serde::de::DeserializeOwned;
 
 use crate::SkipManagedFields;
 use crate::decode::DecodeOptions;
+use crate::exact_capacity::ArrayCounts;
 use crate::transport::ResponseBody;
 
 /// The default limit on the size of one watch event: 16 MiB (etcd's default request limit is
@@ -75,6 +76,8 @@ pub struct WatchDecoder<T> {
     pending: Option<Error>,
     max_event_size: usize,
     skip_managed_fields: bool,
+    /// Counts arrays first so that vectors are allocated at their final size; `None` when off.
+    exact: Option<ArrayCounts>,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -88,6 +91,7 @@ impl<T> std::fmt::Debug for WatchDecoder<T> {
             .field("skipping", &self.skipping)
             .field("max_event_size", &self.max_event_size)
             .field("skip_managed_fields", &self.skip_managed_fields)
+            .field("exact_capacities", &self.exact.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -121,6 +125,7 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
             pending: None,
             max_event_size: DEFAULT_MAX_EVENT_SIZE,
             skip_managed_fields: false,
+            exact: None,
             _t: PhantomData,
         }
     }
@@ -136,6 +141,14 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
     #[must_use]
     pub fn skip_managed_fields(mut self, skip: bool) -> Self {
         self.skip_managed_fields = skip;
+        self
+    }
+
+    /// Sizes every vector of the decoded objects exactly (see
+    /// [`HttpListerWatcherBuilder::exact_capacities`](crate::HttpListerWatcherBuilder::exact_capacities)).
+    #[must_use]
+    pub fn exact_capacities(mut self, on: bool) -> Self {
+        self.exact = on.then(ArrayCounts::default);
         self
     }
 
@@ -168,8 +181,16 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
         None
     }
 
-    fn decode(&self, line: &[u8]) -> Result<WatchEvent<T>, Error> {
-        let event = if self.skip_managed_fields {
+    /// Decodes one line (a method without `self`, so that the line may borrow the chunk).
+    fn decode(
+        skip_managed_fields: bool,
+        exact: Option<&mut ArrayCounts>,
+        line: &[u8],
+    ) -> Result<WatchEvent<T>, Error> {
+        if let Some(event) = Self::decode_exact(skip_managed_fields, exact, line) {
+            return Ok(event);
+        }
+        let event = if skip_managed_fields {
             WatchEvent::<SkipManagedFields<T>>::from_json(line).map(unwrap_skipped)
         } else {
             WatchEvent::<T>::from_json(line)
@@ -178,6 +199,28 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
             Error::Decode { source, .. } => Error::decode("watch event", source),
             other => other,
         })
+    }
+
+    /// The exact-capacity decode of `line`; `None` when off or when it fails (the plain decode
+    /// then gives the error, with `serde_json`'s position).
+    fn decode_exact(
+        skip_managed_fields: bool,
+        counts: Option<&mut ArrayCounts>,
+        line: &[u8],
+    ) -> Option<WatchEvent<T>> {
+        let counts = counts?;
+        let text = std::str::from_utf8(line).ok()?;
+        if !counts.scan(line) {
+            return None;
+        }
+        if skip_managed_fields {
+            counts
+                .decode::<WatchEvent<SkipManagedFields<T>>>(text)
+                .ok()
+                .map(unwrap_skipped)
+        } else {
+            counts.decode::<WatchEvent<T>>(text).ok()
+        }
     }
 
     /// The next complete event, or `None` when more bytes are needed.
@@ -208,7 +251,11 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
                 if line.len() > self.max_event_size {
                     return Some(Err(oversize(self.max_event_size)));
                 }
-                return Some(self.decode(line));
+                return Some(Self::decode(
+                    self.skip_managed_fields,
+                    self.exact.as_mut(),
+                    line,
+                ));
             }
             if self.carry.len() + line.len() > self.max_event_size {
                 self.carry.clear();
@@ -216,7 +263,8 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
             }
             let mut whole = std::mem::take(&mut self.carry);
             whole.extend_from_slice(&self.chunk[start..stop]);
-            let result = (!is_blank(&whole)).then(|| self.decode(&whole));
+            let result = (!is_blank(&whole))
+                .then(|| Self::decode(self.skip_managed_fields, self.exact.as_mut(), &whole));
             whole.clear();
             self.carry = whole;
             if let Some(result) = result {
@@ -241,19 +289,21 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
         if is_blank(&tail) {
             return None;
         }
-        Some(self.decode(&tail).map_err(|e| {
-            let source = match e {
-                Error::Decode { source, .. } => source,
-                other => other.into(),
-            };
-            Error::decode(
-                format!(
-                    "the last watch event: the stream ended after {} bytes of it",
-                    tail.len()
-                ),
-                source,
-            )
-        }))
+        Some(
+            Self::decode(self.skip_managed_fields, self.exact.as_mut(), &tail).map_err(|e| {
+                let source = match e {
+                    Error::Decode { source, .. } => source,
+                    other => other.into(),
+                };
+                Error::decode(
+                    format!(
+                        "the last watch event: the stream ended after {} bytes of it",
+                        tail.len()
+                    ),
+                    source,
+                )
+            }),
+        )
     }
 }
 
@@ -333,7 +383,8 @@ pub(crate) fn watch_stream<T: DeserializeOwned + Send + 'static>(
 }
 
 /// Runs the decoder over `data` split into chunks, for the fuzzer: the first byte picks the
-/// chunk size, the second whether managedFields are skipped. Never panics on any input.
+/// chunk size, the second whether managedFields are skipped (bit 0), whether capacities are
+/// exact (bit 7) and the event size limit (bits 1-6). Never panics on any input.
 #[doc(hidden)]
 pub fn fuzz_watch_decoder(data: &[u8]) -> usize {
     let (Some(&size), Some(&flags)) = (data.first(), data.get(1)) else {
@@ -341,8 +392,9 @@ pub fn fuzz_watch_decoder(data: &[u8]) -> usize {
     };
     let body = Bytes::copy_from_slice(&data[2..]);
     let mut d = WatchDecoder::<kcache_store::DynamicObject>::new()
-        .max_event_size(usize::from(flags >> 1).max(1) * 64)
-        .skip_managed_fields(flags & 1 == 1);
+        .max_event_size(usize::from((flags >> 1) & 0x3F).max(1) * 64)
+        .skip_managed_fields(flags & 1 == 1)
+        .exact_capacities(flags & 0x80 != 0);
     let step = usize::from(size).max(1);
     let mut events = 0;
     let mut at = 0;

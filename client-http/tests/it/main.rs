@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
 mod auth;
+mod exact_capacity;
 mod impersonate;
 mod in_cluster;
 mod informer;

@@ -29,10 +29,12 @@ pub struct Figures {
 /// thread of its own with a single-threaded runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Which {
-    /// kcache's informer over client-http; `own_thread`: `run_on_own_thread`.
+    /// kcache's informer over client-http; `own_thread`: `run_on_own_thread`; `exact`:
+    /// exact vector capacities.
     Kcache {
         skip_managed_fields: bool,
         own_thread: bool,
+        exact: bool,
     },
     /// kube-runtime's watcher + reflector store; `own_thread`: polled on a thread of its own.
     KubeRs { own_thread: bool },
@@ -40,7 +42,7 @@ pub enum Which {
 
 impl Which {
     /// Every row, in the table's order, with its `--only` name and its label.
-    const ROWS: [(Which, &'static str, &'static str); 6] = [
+    const ROWS: [(Which, &'static str, &'static str); 7] = [
         (Which::KubeRs { own_thread: false }, "kube-rs", "kube-rs"),
         (
             Which::KubeRs { own_thread: true },
@@ -51,6 +53,7 @@ impl Which {
             Which::Kcache {
                 skip_managed_fields: false,
                 own_thread: false,
+                exact: false,
             },
             "kcache",
             "kcache",
@@ -59,6 +62,7 @@ impl Which {
             Which::Kcache {
                 skip_managed_fields: false,
                 own_thread: true,
+                exact: false,
             },
             "kcache-thread",
             "kcache, own thread",
@@ -67,6 +71,7 @@ impl Which {
             Which::Kcache {
                 skip_managed_fields: true,
                 own_thread: false,
+                exact: false,
             },
             "skipped",
             "kcache, managedFields skipped",
@@ -75,9 +80,19 @@ impl Which {
             Which::Kcache {
                 skip_managed_fields: true,
                 own_thread: true,
+                exact: false,
             },
             "skipped-thread",
             "kcache, skipped, own thread",
+        ),
+        (
+            Which::Kcache {
+                skip_managed_fields: false,
+                own_thread: true,
+                exact: true,
+            },
+            "exact-thread",
+            "kcache, exact capacities, own thread",
         ),
     ];
 
@@ -154,11 +169,13 @@ pub async fn run(
         Which::Kcache {
             skip_managed_fields,
             own_thread,
+            exact,
         } => {
             let client = Client::new(Config::new(url.parse()?))?;
             let lw = HttpListerWatcher::<Pod>::typed(client)
                 .all_namespaces()
                 .skip_managed_fields(skip_managed_fields)
+                .exact_capacities(exact)
                 .build();
             let informer = SharedIndexInformer::new(Arc::new(lw), Duration::ZERO);
             let count = Arc::clone(&seen);
