@@ -92,6 +92,7 @@ mod connector;
 mod decode;
 mod error;
 mod exact_capacity;
+mod forward;
 mod impersonate;
 mod lister_watcher;
 mod managed_fields;

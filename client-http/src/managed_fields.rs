@@ -136,14 +136,6 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Filter<D> {
     }
 }
 
-macro_rules! forward_visit {
-    ($($method:ident($ty:ty)),* $(,)?) => {$(
-        fn $method<E: de::Error>(self, v: $ty) -> Result<Self::Value, E> {
-            self.inner.$method(v)
-        }
-    )*};
-}
-
 impl<'de, V: Visitor<'de>> Visitor<'de> for FilterVisitor<V> {
     type Value = V::Value;
 
@@ -151,36 +143,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for FilterVisitor<V> {
         self.inner.expecting(f)
     }
 
-    forward_visit!(
-        visit_bool(bool),
-        visit_i8(i8),
-        visit_i16(i16),
-        visit_i32(i32),
-        visit_i64(i64),
-        visit_i128(i128),
-        visit_u8(u8),
-        visit_u16(u16),
-        visit_u32(u32),
-        visit_u64(u64),
-        visit_u128(u128),
-        visit_f32(f32),
-        visit_f64(f64),
-        visit_char(char),
-        visit_str(&str),
-        visit_borrowed_str(&'de str),
-        visit_string(String),
-        visit_bytes(&[u8]),
-        visit_borrowed_bytes(&'de [u8]),
-        visit_byte_buf(Vec<u8>),
-    );
-
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.inner.visit_none()
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.inner.visit_unit()
-    }
+    crate::forward::forward_primitive_visits!();
 
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         self.inner.visit_some(Filter {

@@ -11,8 +11,7 @@ use kcache_store::DynamicObject;
 use kcache_testing::FakeApiServer;
 use kcache_testing::fake_api_server::ClientCertificate;
 
-use crate::support::{cert_and_key, fake_pods, pods, temp_dir, write};
-use crate::support_chain;
+use crate::support::{cert_and_key, fake_pods, list_names as list, pods, temp_dir, write};
 
 /// A TLS server requiring client certificates, with `n` pods in namespace `ns`.
 async fn mtls_server(n: usize) -> FakeApiServer {
@@ -46,18 +45,6 @@ fn identity(cert: &ClientCertificate) -> Identity {
 
 fn lw(config: Config) -> HttpListerWatcher<DynamicObject> {
     HttpListerWatcher::dynamic(Client::new(config).unwrap(), pods())
-}
-
-/// The names of the pods a list of `config`'s returns, or the full error chain.
-async fn list(config: Config) -> Result<Vec<String>, String> {
-    match lw(config).list(&ListOptions::default()).await {
-        Ok(list) => Ok(list
-            .items
-            .iter()
-            .map(|p| p.metadata.name.clone().unwrap_or_default())
-            .collect()),
-        Err(e) => Err(support_chain(&e)),
-    }
 }
 
 /// Whether `message` says the server ended the TLS handshake with an alert (rustls reports

@@ -12,26 +12,12 @@ use kcache_reflector::{ListOptions, ListerWatcher, WatchEvent};
 use kcache_store::DynamicObject;
 use kcache_testing::{FakeApiServer, FakeProxy, ProxyProtocol};
 
-use crate::support::{self, fake_pods, next, pods};
-use crate::support_chain;
+use crate::support::{self, fake_pods, list_names as list, next, pods};
 
 /// `config` with every request going through `proxy_url`.
 fn through(mut config: Config, proxy_url: &str) -> Config {
     config.proxy = Proxy::Url(proxy_url.parse().unwrap());
     config
-}
-
-/// The names a list of `config`'s returns, or the full error chain.
-async fn list(config: Config) -> Result<Vec<String>, String> {
-    let lw = HttpListerWatcher::<DynamicObject>::dynamic(Client::new(config).unwrap(), pods());
-    match lw.list(&ListOptions::default()).await {
-        Ok(list) => Ok(list
-            .items
-            .iter()
-            .map(|p| p.metadata.name.clone().unwrap_or_default())
-            .collect()),
-        Err(e) => Err(support_chain(&e)),
-    }
 }
 
 /// The server's `host:port`, as a tunnel names it.

@@ -97,3 +97,18 @@ pub(crate) fn b64(data: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(data)
 }
+
+/// The names of the pods a list of `config`'s returns, or the full error chain.
+pub(crate) async fn list_names(config: Config) -> Result<Vec<String>, String> {
+    let lw = HttpListerWatcher::<DynamicObject>::dynamic(Client::new(config).unwrap(), pods());
+    match kcache_reflector::ListerWatcher::list(&lw, &kcache_reflector::ListOptions::default())
+        .await
+    {
+        Ok(list) => Ok(list
+            .items
+            .iter()
+            .map(|p| p.metadata.name.clone().unwrap_or_default())
+            .collect()),
+        Err(e) => Err(crate::support_chain(&e)),
+    }
+}

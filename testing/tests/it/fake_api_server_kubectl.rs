@@ -16,9 +16,12 @@ use tokio::process::Command;
 
 use crate::fake_api_server::pod;
 
-const KUBECTL: &str = "/usr/bin/kubectl";
+/// Where the kubectl tests expect kubectl.
+pub(crate) const KUBECTL: &str = "/usr/bin/kubectl";
 
-fn kubectl_available(test: &str) -> bool {
+/// Whether kubectl is installed; without it a test says loudly that it did not run (and fails
+/// when `KCACHE_REQUIRE_KUBECTL` is set).
+pub(crate) fn kubectl_available(test: &str) -> bool {
     if Path::new(KUBECTL).exists() {
         return true;
     }

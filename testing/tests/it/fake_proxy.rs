@@ -8,7 +8,7 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -19,6 +19,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::process::Command;
 
 use crate::fake_api_server::pod;
+use crate::fake_api_server_kubectl::{KUBECTL, kubectl_available};
 
 /// Fails the test instead of hanging when `f` does not finish within 10 s.
 async fn within<F: Future>(f: F) -> F::Output {
@@ -494,24 +495,6 @@ async fn socks5_refuses_unreachable_targets_and_unknown_address_types() {
 }
 
 // The real kubectl through the proxy.
-
-const KUBECTL: &str = "/usr/bin/kubectl";
-
-fn kubectl_available(test: &str) -> bool {
-    if Path::new(KUBECTL).exists() {
-        return true;
-    }
-    let message = format!(
-        "{test}: NOT RUN: {KUBECTL} is missing. Install kubectl (Debian: `apt install \
-         kubernetes-client`) to run the kubectl tests."
-    );
-    assert!(
-        std::env::var_os("KCACHE_REQUIRE_KUBECTL").is_none(),
-        "{message}"
-    );
-    eprintln!("{message}");
-    false
-}
 
 /// A kubeconfig file removed on drop.
 struct Kubeconfig(PathBuf);

@@ -1,0 +1,49 @@
+//! The forwarding every deserializer wrapper of this crate needs: a `Visitor` whose primitive
+//! `visit_*` methods hand the value to the wrapped visitor (`self.inner`) untouched.
+//!
+//! Used by [`SkipManagedFields`](crate::SkipManagedFields)' filter and by the exact-capacity
+//! wrapper; each writes out only the methods it changes (sequences, maps, options, enums).
+
+/// Expands, inside an `impl Visitor<'de> for W` whose `inner` field is the wrapped visitor, to
+/// every primitive `visit_*` method forwarding to `self.inner`.
+macro_rules! forward_primitive_visits {
+    () => {
+        $crate::forward::forward_primitive_visits!(@each
+            visit_bool(bool),
+            visit_i8(i8),
+            visit_i16(i16),
+            visit_i32(i32),
+            visit_i64(i64),
+            visit_i128(i128),
+            visit_u8(u8),
+            visit_u16(u16),
+            visit_u32(u32),
+            visit_u64(u64),
+            visit_u128(u128),
+            visit_f32(f32),
+            visit_f64(f64),
+            visit_char(char),
+            visit_str(&str),
+            visit_borrowed_str(&'de str),
+            visit_string(String),
+            visit_bytes(&[u8]),
+            visit_borrowed_bytes(&'de [u8]),
+            visit_byte_buf(Vec<u8>),
+        );
+
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            self.inner.visit_none()
+        }
+
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            self.inner.visit_unit()
+        }
+    };
+    (@each $($method:ident($ty:ty)),* $(,)?) => {$(
+        fn $method<E: serde::de::Error>(self, v: $ty) -> Result<Self::Value, E> {
+            self.inner.$method(v)
+        }
+    )*};
+}
+
+pub(crate) use forward_primitive_visits;
