@@ -42,7 +42,7 @@ pub enum Which {
 
 impl Which {
     /// Every row, in the table's order, with its `--only` name and its label.
-    const ROWS: [(Which, &'static str, &'static str); 7] = [
+    const ROWS: [(Which, &'static str, &'static str); 8] = [
         (Which::KubeRs { own_thread: false }, "kube-rs", "kube-rs"),
         (
             Which::KubeRs { own_thread: true },
@@ -93,6 +93,15 @@ impl Which {
             },
             "exact-thread",
             "kcache, exact capacities, own thread",
+        ),
+        (
+            Which::Kcache {
+                skip_managed_fields: true,
+                own_thread: true,
+                exact: true,
+            },
+            "lean-thread",
+            "kcache, skipped + exact, own thread",
         ),
     ];
 

@@ -79,7 +79,7 @@ fn parse() -> Result<Args, String> {
                 return Err(
                     "usage: kcache-bench [--pods N (20000)] [--updates N (100000)] [--seed S] [--only ROWS] [--runs N (1)]\n\
                      ROWS: comma-separated among kube-rs, kube-rs-thread, kcache, kcache-thread, skipped,\n\
-                     skipped-thread, exact-thread (default: all)\n\
+                     skipped-thread, exact-thread, lean-thread (default: all)\n\
                      --runs N: N rounds of every row, in turn; the table gives each row's median and range"
                         .into(),
                 );
