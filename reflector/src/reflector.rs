@@ -24,6 +24,9 @@ pub const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
 /// The default idle timeout: a watch that delivers nothing (not even a bookmark, which servers
 /// send about every minute) for this long is ended and re-opened from the last resource version.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// How often a streaming list still waiting for its initial-events bookmark says so (client-go:
+/// every 10 s).
+const AWAITING_BOOKMARK_WARNING: Duration = Duration::from_secs(10);
 /// A run of internal errors ends after this long without one (client-go: one minute).
 const INTERNAL_ERROR_RESET: Duration = Duration::from_secs(60);
 /// A watch that ends sooner than this with no event is a [`Error::VeryShortWatch`].
@@ -43,8 +46,8 @@ pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
 /// - By default it starts with a streaming list (`sendInitialEvents=true`, RV `""`, match
 ///   `NotOlderThan`), collecting the initial events until the bookmark annotated
 ///   `k8s.io/initial-events-end: "true"`, then `replace`s the store and keeps the same stream
-///   as its watch. Any error other than a 429, a refused connection or a 410 falls back to a
-///   list.
+///   as its watch (logging a warning every 10 s while it waits for that bookmark). Any error
+///   other than a 429, a refused connection or a 410 falls back to a list.
 /// - A list is at RV `"0"` first, then at the last synced RV; at `""` only after a 410 or a too
 ///   large RV (retried at once). Pages of 500 unless the RV is a real version (so the watch cache
 ///   can serve it) or an earlier RV `"0"` list came back paginated; an expired continue token
@@ -311,7 +314,8 @@ enum InitialEvents<T> {
 /// The next item of a watch stream, or why there is none.
 enum Next<T> {
     Item(Option<Result<WatchEvent<T>, Error>>),
-    Resync,
+    /// The caller's timer fired (the resync period, or the bookmark warning).
+    Tick,
     Idle(Duration),
     Cancelled,
 }
@@ -674,10 +678,24 @@ impl<T: Object> Reflector<T> {
         let mut temp: BTreeMap<ObjectKey, Arc<T>> = BTreeMap::new();
         let mut count = 0usize;
         let mut last_event = Instant::now();
+        let mut warn_at = Instant::now() + AWAITING_BOOKMARK_WARNING;
         loop {
-            let item = match self.next(stream, None, &mut last_event, cancel).await {
+            let item = match self
+                .next(stream, Some(warn_at), &mut last_event, cancel)
+                .await
+            {
                 Next::Item(item) => item,
-                Next::Resync => continue,
+                Next::Tick => {
+                    // client-go's ticker: say why the informer is not synced yet.
+                    tracing::warn!(
+                        reflector = %self.name,
+                        objects = temp.len(),
+                        last_event_secs_ago = last_event.elapsed().as_secs(),
+                        "still waiting for the bookmark that ends the streaming list's initial events"
+                    );
+                    warn_at = Instant::now() + AWAITING_BOOKMARK_WARNING;
+                    continue;
+                }
                 Next::Idle(d) => return Err(Error::WatchIdle(d)),
                 Next::Cancelled => return Ok(InitialEvents::Cancelled),
             };
@@ -744,11 +762,12 @@ impl<T: Object> Reflector<T> {
         }
     }
 
-    /// Waits for the next stream item, a resync tick, the idle timeout or cancellation.
+    /// Waits for the next stream item, the caller's timer (`tick_at`), the idle timeout or
+    /// cancellation.
     async fn next(
         &self,
         stream: &mut WatchStream<T>,
-        resync_at: Option<Instant>,
+        tick_at: Option<Instant>,
         last_event: &mut Instant,
         cancel: &CancellationToken,
     ) -> Next<T> {
@@ -757,7 +776,7 @@ impl<T: Object> Reflector<T> {
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => return Next::Cancelled,
-                () = sleep_until_opt(resync_at) => return Next::Resync,
+                () = sleep_until_opt(tick_at) => return Next::Tick,
                 () = sleep_until_opt(idle_at) => {
                     if let Some(d) = self.idle_timeout {
                         return Next::Idle(d);
@@ -857,7 +876,7 @@ impl<T: Object> Reflector<T> {
                 .await
             {
                 Next::Item(item) => item,
-                Next::Resync => {
+                Next::Tick => {
                     *resync_at = self.resync_period.map(|p| Instant::now() + p);
                     if self.should_resync.as_ref().is_none_or(|f| f()) {
                         tracing::debug!(reflector = %self.name, "resync");

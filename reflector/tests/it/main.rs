@@ -7,6 +7,7 @@
 
 mod faults;
 mod list;
+mod logs;
 mod send_sync;
 mod support;
 mod watch;

@@ -63,6 +63,24 @@ async fn streaming_list_refused_falls_back_to_list_at_once() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_streaming_list_without_its_bookmark_warns_every_ten_seconds() {
+    let (warnings, _guard) = crate::logs::Warnings::capture();
+    let env = Env::with_pods(2);
+    env.handle.set_watch_list(WatchListSupport::Ignore);
+    let builder = env.builder().idle_timeout(Some(Duration::from_secs(45)));
+    env.run(builder, async {
+        env.handle.wait_for_lists(1).await;
+        env.wait_synced().await;
+    })
+    .await;
+    let waiting = warnings.matching("still waiting for the bookmark");
+    // At 10, 20, 30 and 40 s; the idle timeout ends the stream at 45 s and the list follows.
+    assert_eq!(waiting.len(), 4, "{waiting:?}");
+    assert!(waiting[0].contains("reflector=test"), "{waiting:?}");
+    env.assert_requests(&[watch_list(""), first_list(), watch("2")]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn streaming_list_ignored_by_an_old_server_falls_back_after_the_idle_timeout() {
     let env = Env::with_pods(2);
     env.handle.set_watch_list(WatchListSupport::Ignore);
