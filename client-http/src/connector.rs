@@ -58,16 +58,17 @@ pub(crate) struct ProxyError {
 }
 
 impl ProxyError {
-    /// The tunnel's `error`, unless connecting to the proxy failed (`unreachable`).
-    fn boxed(hop: &Hop, error: BoxError, unreachable: Option<String>) -> BoxError {
+    /// The tunnel's `error`, unless connecting to the proxy failed (`unreachable`, kept as the
+    /// source so that a refused connection is still seen as one, and retried as one).
+    fn boxed(hop: &Hop, error: BoxError, unreachable: Option<BoxError>) -> BoxError {
         let (detail, source) = match unreachable {
-            Some(why) => (format!(": cannot connect to the proxy: {why}"), None),
-            None => (String::new(), Some(error)),
+            Some(cause) => (": cannot connect to the proxy".to_owned(), cause),
+            None => (String::new(), error),
         };
         Box::new(Self {
             proxy: hop.shown.clone(),
             detail,
-            source,
+            source: Some(source),
         })
     }
 }
@@ -119,12 +120,12 @@ impl Service<Uri> for ProxyConnector {
     }
 }
 
-/// The connector to the proxy, remembering why a connection failed: the tunnels' own errors
-/// do not always carry it.
+/// The connector to the proxy, keeping the error of a failed connection: the tunnels' own
+/// errors do not always carry it.
 #[derive(Clone)]
 struct Remember {
     inner: HttpConnector,
-    failure: Arc<Mutex<Option<String>>>,
+    failure: Arc<Mutex<Option<BoxError>>>,
 }
 
 impl Service<Uri> for Remember {
@@ -140,12 +141,16 @@ impl Service<Uri> for Remember {
         let connecting = self.inner.call(proxy);
         let failure = Arc::clone(&self.failure);
         Box::pin(async move {
-            connecting.await.map_err(|e| {
-                let e: BoxError = e.into();
-                if let Ok(mut slot) = failure.lock() {
-                    *slot = Some(crate::error::chain(e.as_ref()));
+            connecting.await.map_err(|e| -> BoxError {
+                let message = crate::error::chain(&e);
+                match failure.lock() {
+                    Ok(mut slot) => {
+                        *slot = Some(e.into());
+                        // The tunnel only wraps this; the caller reports the kept error.
+                        message.into()
+                    }
+                    Err(_) => e.into(),
                 }
-                e
             })
         })
     }

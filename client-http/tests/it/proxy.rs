@@ -151,11 +151,35 @@ async fn a_dead_proxy_is_an_error_and_never_a_direct_connection() {
             "{e}"
         );
         assert!(e.to_lowercase().contains("refused"), "{e}");
+        // Still a refused connection to the reflector, which retries the watch after a backoff.
+        let lw = HttpListerWatcher::<DynamicObject>::dynamic(
+            Client::new(through(support::config(&server), &url)).unwrap(),
+            pods(),
+        );
+        let e = lw.watch(&ListOptions::default()).await.err().unwrap();
+        assert!(e.is_connection_refused(), "{e:?}");
     }
     assert!(
         server.requests().is_empty(),
         "nothing reached the server directly"
     );
+}
+
+#[tokio::test]
+async fn a_server_the_proxy_cannot_reach_is_an_error_naming_the_proxy() {
+    let port = dead_port().await;
+    for protocol in [ProxyProtocol::HttpConnect, ProxyProtocol::Socks5] {
+        let proxy = FakeProxy::start(protocol).await.unwrap();
+        let config = through(
+            Config::new(format!("http://127.0.0.1:{port}").parse().unwrap()),
+            &proxy.url(),
+        );
+        let e = list(config).await.unwrap_err();
+        assert!(e.contains(&format!("through proxy {}", proxy.url())), "{e}");
+        assert!(!e.contains("cannot connect to the proxy"), "{e}");
+        assert_eq!(proxy.refusals(), 1, "{protocol:?}");
+        assert!(proxy.tunnels().is_empty());
+    }
 }
 
 #[tokio::test]
