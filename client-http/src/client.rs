@@ -143,7 +143,7 @@ impl Client {
         request: Request<Bytes>,
     ) -> Result<Response<ResponseBody>, kcache_reflector::Error> {
         let (mut parts, body) = request.into_parts();
-        if !parts.headers.contains_key("impersonate-user") {
+        if !self.inner.impersonation.is_empty() && !parts.headers.contains_key("impersonate-user") {
             for (name, value) in &self.inner.impersonation {
                 parts.headers.append(name.clone(), value.clone());
             }

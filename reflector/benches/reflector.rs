@@ -1,12 +1,13 @@
 //! Criterion benchmark of the reflector's own cost: events per second from an in-memory
-//! `ListerWatcher` into a `Cache`, without HTTP or decoding. Run with
-//! `cargo bench -p kcache-reflector`.
+//! `ListerWatcher` into a `Cache`, without HTTP or decoding: a watch of updates, and a
+//! streaming list's initial events. Run with `cargo bench -p kcache-reflector`.
 
 use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use futures_util::StreamExt;
 use kcache_reflector::{
     Bookmark, Error, ListOptions, ListerWatcher, ObjectList, Reflector, WatchEvent, WatchStream,
 };
@@ -18,7 +19,7 @@ const EVENTS: usize = 100_000;
 
 type Events = Vec<Result<WatchEvent<DynamicObject>, Error>>;
 
-/// Lists nothing, then serves one prepared watch stream, then cancels the run.
+/// Lists nothing, then serves one prepared watch stream and cancels the run at its end.
 struct InMemory {
     events: Mutex<Option<Events>>,
     cancel: CancellationToken,
@@ -36,7 +37,14 @@ impl ListerWatcher<DynamicObject> for InMemory {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
         if let Some(events) = events {
-            Ok(Box::pin(futures_util::stream::iter(events)))
+            // The events, then the end of the run (the stream stays open: no re-watch, no
+            // very-short-watch backoff in the figure).
+            let cancel = self.cancel.clone();
+            let end = futures_util::stream::poll_fn(move |_| {
+                cancel.cancel();
+                std::task::Poll::Pending
+            });
+            Ok(Box::pin(futures_util::stream::iter(events).chain(end)))
         } else {
             self.cancel.cancel();
             Ok(Box::pin(futures_util::stream::pending()))
@@ -58,6 +66,22 @@ fn events() -> Events {
         .collect()
 }
 
+/// A streaming list of `OBJECTS * 20` objects ending with its initial-events bookmark.
+fn initial_events() -> Events {
+    let n = OBJECTS * 20;
+    let mut events: Events = (0..n)
+        .map(|i| {
+            let mut o = DynamicObject::new(Some("ns"), &format!("pod-{i}"));
+            o.metadata.resource_version = Some((i + 2).to_string());
+            Ok(WatchEvent::Added(o))
+        })
+        .collect();
+    let mut end = Bookmark::new((n + 2).to_string());
+    end.initial_events_end = true;
+    events.push(Ok(WatchEvent::Bookmark(end)));
+    events
+}
+
 fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -77,6 +101,28 @@ fn bench(c: &mut Criterion) {
                 let cache = Arc::new(Cache::<DynamicObject>::new());
                 let r = Reflector::builder(Arc::new(lw), cache.clone())
                     .use_watch_list(false)
+                    .seed(1)
+                    .build();
+                (r, cache, cancel)
+            },
+            |(r, cache, cancel)| {
+                rt.block_on(r.run(cancel));
+                black_box(cache.len())
+            },
+            BatchSize::LargeInput,
+        );
+    });
+    g.throughput(Throughput::Elements((OBJECTS * 20) as u64));
+    g.bench_function("streaming_list_into_cache", |b| {
+        b.iter_batched(
+            || {
+                let cancel = CancellationToken::new();
+                let lw = InMemory {
+                    events: Mutex::new(Some(initial_events())),
+                    cancel: cancel.clone(),
+                };
+                let cache = Arc::new(Cache::<DynamicObject>::new());
+                let r = Reflector::builder(Arc::new(lw), cache.clone())
                     .seed(1)
                     .build();
                 (r, cache, cancel)

@@ -763,7 +763,11 @@ impl<T: Object> Reflector<T> {
     }
 
     /// Waits for the next stream item, the caller's timer (`tick_at`), the idle timeout or
-    /// cancellation.
+    /// cancellation. A due timer wins over a ready item (the tick before the idle timeout), so a
+    /// busy stream cannot starve a resync.
+    ///
+    /// One timer at most, and only while the stream has nothing ready: in a burst of events
+    /// neither a timer nor a cancellation waiter is registered.
     async fn next(
         &self,
         stream: &mut WatchStream<T>,
@@ -772,20 +776,33 @@ impl<T: Object> Reflector<T> {
         cancel: &CancellationToken,
     ) -> Next<T> {
         loop {
+            if cancel.is_cancelled() {
+                return Next::Cancelled;
+            }
             let idle_at = self.idle_timeout.map(|d| *last_event + d);
+            let now = Instant::now();
+            if tick_at.is_some_and(|t| now >= t) {
+                return Next::Tick;
+            }
+            if let (Some(d), Some(at)) = (self.idle_timeout, idle_at)
+                && now >= at
+            {
+                return Next::Idle(d);
+            }
+            let wake_at = match (tick_at, idle_at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            // The stream first: cancellation was checked above, and the waits below are only
+            // polled (registered) when the stream is pending; the loop then sees what happened.
             tokio::select! {
                 biased;
-                () = cancel.cancelled() => return Next::Cancelled,
-                () = sleep_until_opt(tick_at) => return Next::Tick,
-                () = sleep_until_opt(idle_at) => {
-                    if let Some(d) = self.idle_timeout {
-                        return Next::Idle(d);
-                    }
-                }
                 item = stream.next() => {
                     *last_event = Instant::now();
                     return Next::Item(item);
                 }
+                () = cancel.cancelled() => return Next::Cancelled,
+                () = sleep_until_opt(wake_at) => {}
             }
         }
     }
