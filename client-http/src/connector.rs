@@ -66,7 +66,7 @@ impl ProxyError {
             None => (String::new(), error),
         };
         Box::new(Self {
-            proxy: hop.shown.clone(),
+            proxy: hop.shown(),
             detail,
             source: Some(source),
         })
@@ -96,7 +96,7 @@ impl Service<Uri> for ProxyConnector {
         let unreachable = move || failure.lock().ok().and_then(|mut f| f.take());
         match hop.protocol {
             ProxyProtocol::HttpConnect => Box::pin(async move {
-                let mut tunnel = Tunnel::new(hop.proxy.clone(), http);
+                let mut tunnel = Tunnel::new(hop.proxy().clone(), http);
                 if let Some(auth) = hop.intercept.basic_auth() {
                     tunnel = tunnel.with_auth(auth.clone());
                 }
@@ -107,7 +107,7 @@ impl Service<Uri> for ProxyConnector {
                 tunnelled.map_err(|e| ProxyError::boxed(&hop, e.into(), unreachable()))
             }),
             ProxyProtocol::Socks5 => Box::pin(async move {
-                let mut socks = SocksV5::new(hop.proxy.clone(), http).local_dns(false);
+                let mut socks = SocksV5::new(hop.proxy().clone(), http).local_dns(false);
                 if let Some((user, password)) = hop.intercept.raw_auth() {
                     socks = socks.with_auth(user.to_owned(), password.to_owned());
                 }

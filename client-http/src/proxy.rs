@@ -205,16 +205,28 @@ impl fmt::Debug for ProxyUrl {
     }
 }
 
-/// Where one connection goes: straight to the server or through a proxy.
+/// The proxy of one connection: the matcher's answer (the proxy's URI without credentials,
+/// and the credentials) and its protocol.
 pub(crate) struct Hop {
-    /// The proxy's URI (credentials removed, port explicit).
-    pub(crate) proxy: Uri,
-    /// The proxy's protocol.
-    pub(crate) protocol: ProxyProtocol,
-    /// The proxy as shown in errors.
-    pub(crate) shown: String,
-    /// What the proxy URL says about credentials.
     pub(crate) intercept: Intercept,
+    pub(crate) protocol: ProxyProtocol,
+}
+
+impl Hop {
+    /// The proxy's URI (port explicit, no credentials).
+    pub(crate) fn proxy(&self) -> &Uri {
+        self.intercept.uri()
+    }
+
+    /// The proxy as errors show it: `scheme://host:port`.
+    pub(crate) fn shown(&self) -> String {
+        let uri = self.proxy();
+        format!(
+            "{}://{}",
+            uri.scheme_str().unwrap_or("http"),
+            uri.authority().map_or("", http::uri::Authority::as_str)
+        )
+    }
 }
 
 /// The routing decision of a transport, made once from its [`Proxy`].
@@ -243,17 +255,16 @@ impl Route {
                 bypass_loopback: false,
             }),
             Proxy::FromEnvironment => {
-                let first = |names: [&str; 2]| -> Result<Option<(String, String)>> {
-                    for name in names {
-                        match env(name) {
-                            Some(v) if !v.trim().is_empty() => {
-                                let url = ProxyUrl::parse_as(name, &v, true)?;
-                                return Ok(Some((name.to_owned(), url.full.expose().clone())));
-                            }
-                            _ => {}
-                        }
-                    }
-                    Ok(None)
+                // The first variable set, checked, in the form the matcher takes.
+                let first = |names: [&str; 2]| -> Result<Option<String>> {
+                    let Some((name, value)) = names
+                        .iter()
+                        .find_map(|n| env(n).filter(|v| !v.trim().is_empty()).map(|v| (n, v)))
+                    else {
+                        return Ok(None);
+                    };
+                    let url = ProxyUrl::parse_as(name, &value, true)?;
+                    Ok(Some(url.full.expose().clone()))
                 };
                 let https = first(ENV_HTTPS)?;
                 // Go ignores HTTP_PROXY under CGI, where a client can set it as a header.
@@ -273,10 +284,10 @@ impl Route {
                     .find_map(|name| env(name).filter(|v| !v.trim().is_empty()))
                     .unwrap_or_default();
                 let mut builder = Matcher::builder().no(no);
-                if let Some((_, url)) = https {
+                if let Some(url) = https {
                     builder = builder.https(url);
                 }
-                if let Some((_, url)) = http {
+                if let Some(url) = http {
                     builder = builder.http(url);
                 }
                 Ok(Self {
@@ -294,21 +305,13 @@ impl Route {
             return None;
         }
         let intercept = matcher.intercept(dst)?;
-        let proxy = intercept.uri().clone();
-        let protocol = match proxy.scheme_str() {
+        let protocol = match intercept.uri().scheme_str() {
             Some("socks5" | "socks5h") => ProxyProtocol::Socks5,
             _ => ProxyProtocol::HttpConnect,
         };
-        let shown = format!(
-            "{}://{}",
-            proxy.scheme_str().unwrap_or("http"),
-            proxy.authority().map_or("", http::uri::Authority::as_str)
-        );
         Some(Hop {
-            proxy,
-            protocol,
-            shown,
             intercept,
+            protocol,
         })
     }
 }
@@ -335,7 +338,9 @@ mod tests {
     }
 
     fn pick(route: &Route, dst: &str) -> Option<String> {
-        route.pick(&dst.parse().expect("uri")).map(|hop| hop.shown)
+        route
+            .pick(&dst.parse().expect("uri"))
+            .map(|hop| hop.shown())
     }
 
     #[test]

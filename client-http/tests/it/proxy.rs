@@ -103,38 +103,37 @@ async fn a_kubeconfig_proxy_url_with_socks5_credentials_is_honoured() {
 }
 
 #[tokio::test]
-async fn connect_proxy_credentials_are_sent_and_a_refusal_names_the_proxy() {
+async fn proxy_credentials_are_sent_and_a_refusal_names_the_proxy() {
     let server = support::server(true, 1).await;
-    let proxy = FakeProxy::builder()
-        .credentials("bob", "hunter2")
-        .start()
-        .await
-        .unwrap();
-    let good = proxy.url_with_credentials("bob", "hunter2");
-    assert_eq!(
-        list(through(support::config(&server), &good))
-            .await
-            .unwrap(),
-        ["p0"]
-    );
-
-    let shown = proxy.url();
-    for (url, says) in [
-        (
-            proxy.url_with_credentials("bob", "wrong"),
-            "proxy authorization required",
-        ),
-        (proxy.url(), "proxy authorization required"),
+    for (protocol, refused) in [
+        (ProxyProtocol::HttpConnect, "proxy authorization required"),
+        (ProxyProtocol::Socks5, "SOCKS error"),
     ] {
-        let e = list(through(support::config(&server), &url))
+        let proxy = FakeProxy::builder()
+            .protocol(protocol)
+            .credentials("bob", "hunter2")
+            .start()
             .await
-            .unwrap_err();
-        assert!(e.contains(&format!("through proxy {shown}")), "{e}");
-        assert!(e.contains(says), "{e}");
-        assert!(!e.contains("wrong") && !e.contains("hunter2"), "{e}");
+            .unwrap();
+        let good = proxy.url_with_credentials("bob", "hunter2");
+        assert_eq!(
+            list(through(support::config(&server), &good))
+                .await
+                .unwrap(),
+            ["p0"]
+        );
+        // Wrong credentials, then none.
+        for url in [proxy.url_with_credentials("bob", "wrong"), proxy.url()] {
+            let e = list(through(support::config(&server), &url))
+                .await
+                .unwrap_err();
+            assert!(e.contains(&format!("through proxy {}", proxy.url())), "{e}");
+            assert!(e.contains(refused), "{e}");
+            assert!(!e.contains("wrong") && !e.contains("hunter2"), "{e}");
+        }
+        assert_eq!(proxy.refusals(), 2, "{protocol:?}");
+        assert_eq!(proxy.tunnels().len(), 1, "{protocol:?}");
     }
-    assert_eq!(proxy.refusals(), 2);
-    assert_eq!(proxy.tunnels().len(), 1);
 }
 
 #[tokio::test]
@@ -180,25 +179,6 @@ async fn a_server_the_proxy_cannot_reach_is_an_error_naming_the_proxy() {
         assert_eq!(proxy.refusals(), 1, "{protocol:?}");
         assert!(proxy.tunnels().is_empty());
     }
-}
-
-#[tokio::test]
-async fn a_socks5_refusal_names_the_proxy() {
-    let server = support::server(true, 1).await;
-    let proxy = FakeProxy::builder()
-        .protocol(ProxyProtocol::Socks5)
-        .credentials("carol", "right")
-        .start()
-        .await
-        .unwrap();
-    let url = proxy.url_with_credentials("carol", "wrong");
-    let e = list(through(support::config(&server), &url))
-        .await
-        .unwrap_err();
-    assert!(e.contains(&format!("through proxy {}", proxy.url())), "{e}");
-    assert!(!e.contains("wrong"), "{e}");
-    assert_eq!(proxy.refusals(), 1);
-    assert!(server.requests().is_empty());
 }
 
 #[tokio::test]

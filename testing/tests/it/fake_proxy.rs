@@ -565,21 +565,17 @@ async fn kubectl_through(proxy: &FakeProxy, proxy_url: &str, name: &str) {
 }
 
 #[tokio::test]
-async fn kubectl_get_pods_through_an_http_connect_proxy() {
-    if !kubectl_available("kubectl_get_pods_through_an_http_connect_proxy") {
+async fn kubectl_get_pods_through_http_connect_and_socks5_proxies() {
+    if !kubectl_available("kubectl_get_pods_through_http_connect_and_socks5_proxies") {
         return;
     }
-    let proxy = FakeProxy::start(ProxyProtocol::HttpConnect).await.unwrap();
-    kubectl_through(&proxy, &proxy.url(), "http").await;
-}
-
-#[tokio::test]
-async fn kubectl_get_pods_through_a_socks5_proxy() {
-    if !kubectl_available("kubectl_get_pods_through_a_socks5_proxy") {
-        return;
+    for (protocol, name) in [
+        (ProxyProtocol::HttpConnect, "http"),
+        (ProxyProtocol::Socks5, "socks5"),
+    ] {
+        let proxy = FakeProxy::start(protocol).await.unwrap();
+        kubectl_through(&proxy, &proxy.url(), name).await;
     }
-    let proxy = FakeProxy::start(ProxyProtocol::Socks5).await.unwrap();
-    kubectl_through(&proxy, &proxy.url(), "socks5").await;
 }
 
 #[tokio::test]
