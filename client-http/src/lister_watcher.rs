@@ -115,7 +115,7 @@ impl<T> HttpListerWatcherBuilder<T> {
     /// sixth of a typed k8s-openapi `Pod`. With this on, each object is first scanned to count
     /// the elements of its arrays, and every vector is allocated once at its final size. In
     /// `cargo xtask bench` (20,000 pods, an informer on its own thread): 31.9 KB per cached pod
-    /// instead of 38.0 KB, a sync peak of 637 MB instead of 759 MB, and 6% fewer watch events/s
+    /// instead of 38.0 KB, a sync peak of 637 MB instead of 760 MB, and 4-6% fewer watch events/s
     /// (the scan costs about 12% of decoding: `cargo bench -p kcache-client-http --bench decode
     /// -- pod/`). Worth it for large caches, where memory is the limit; types that ignore size
     /// hints (`DynamicObject`) gain nothing.
