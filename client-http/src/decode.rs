@@ -2,12 +2,13 @@
 //!
 //! A list body is parsed once into borrowed [`RawValue`]s (a fast scan, no allocation per item
 //! beyond the slice), then each item is decoded into `T` on its own: one item the type cannot
-//! hold (a corrupt object, a field of the wrong type) is reported and skipped instead of failing
-//! the whole list, so it cannot stall the cache.
+//! hold (a corrupt object, a field of the wrong type) goes to the page's
+//! [`skipped`](ObjectList::skipped) (the reflector reports it and leaves it out of the cache)
+//! instead of failing the whole list, so it cannot stall the cache.
 
 use std::sync::Arc;
 
-use kcache_reflector::{Error, ListMeta, ObjectList};
+use kcache_reflector::{DecodeError, Error, ListMeta, ObjectList, reason_of};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -42,9 +43,8 @@ impl std::fmt::Debug for DecodeOptions {
 }
 
 impl DecodeOptions {
-    /// Reports a skipped object to tracing and the hook.
+    /// Tells the hook of a skipped object (the reflector logs it).
     pub(crate) fn report(&self, error: &Error) {
-        tracing::warn!(error = %crate::error::chain(error), "skipping an undecodable object");
         if let Some(hook) = &self.on_error {
             hook(error);
         }
@@ -85,35 +85,8 @@ struct RawList<'a> {
     items: Option<Vec<&'a RawValue>>,
 }
 
-/// Enough of an object to name it in a report.
-#[derive(Deserialize, Default)]
-struct NameOnly {
-    #[serde(default)]
-    metadata: Option<NameMeta>,
-}
-
-#[derive(Deserialize, Default)]
-struct NameMeta {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    namespace: Option<String>,
-}
-
-/// `ns/name`, `name` or `?` for an object that did not decode.
-fn describe(json: &str) -> String {
-    let meta = serde_json::from_str::<NameOnly>(json)
-        .ok()
-        .and_then(|o| o.metadata)
-        .unwrap_or_default();
-    match (meta.namespace, meta.name) {
-        (Some(ns), Some(name)) if !ns.is_empty() => format!("{ns}/{name}"),
-        (_, Some(name)) => name,
-        _ => "?".to_owned(),
-    }
-}
-
-/// Decodes a list body into an [`ObjectList`], skipping (and reporting) items that do not decode.
+/// Decodes a list body into an [`ObjectList`]; items that do not decode go to its
+/// [`skipped`](ObjectList::skipped).
 ///
 /// # Errors
 ///
@@ -135,21 +108,24 @@ pub(crate) fn decode_list_with<T: DeserializeOwned>(
     body: &[u8],
     options: &DecodeOptions,
 ) -> Result<ObjectList<T>, Error> {
-    let raw: RawList<'_> =
-        serde_json::from_slice(body).map_err(|e| Error::decode("list response", e))?;
+    let raw: RawList<'_> = serde_json::from_slice(body)
+        .map_err(|e| Error::decode(DecodeError::new("list response", reason_of(&e))))?;
     let raws = raw.items.unwrap_or_default();
     let mut items = Vec::with_capacity(raws.len());
+    let mut skipped = Vec::new();
     let mut counts = options.exact_capacities.then(ArrayCounts::default);
     for (i, item) in raws.into_iter().enumerate() {
-        match decode_object::<T>(item.get(), options.skip_managed_fields, counts.as_mut()) {
-            Ok(obj) => items.push(obj),
-            Err(e) => {
-                let context = format!("list item {i} ({})", describe(item.get()));
-                options.report(&Error::decode(context, e));
-            }
+        if let Ok(obj) =
+            decode_object::<T>(item.get(), options.skip_managed_fields, counts.as_mut())
+        {
+            items.push(obj);
+        } else {
+            let d = DecodeError::of_object::<T>(format!("list item {i}"), item.get());
+            options.report(&Error::decode(d.clone()));
+            skipped.push(d);
         }
     }
-    Ok(ObjectList::from_meta(items, raw.metadata))
+    Ok(ObjectList::from_meta(items, raw.metadata).with_skipped(skipped))
 }
 
 #[cfg(test)]
@@ -171,7 +147,13 @@ mod tests {
         assert_eq!(list.resource_version, "9");
         assert_eq!(list.next_page_token(), Some("c"));
         assert_eq!(list.remaining_item_count, Some(2));
-        assert_eq!(*seen.lock().unwrap(), ["could not decode list item 1 (?)"]);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                "could not decode list item 1: invalid type: integer `…`, expected a string at metadata.name"
+            ]
+        );
+        assert_eq!(list.skipped.len(), 1);
     }
 
     #[test]
@@ -185,7 +167,9 @@ mod tests {
         assert!(list.items.is_empty());
         assert_eq!(
             *seen.lock().unwrap(),
-            ["could not decode list item 0 (ns/x)"]
+            [
+                "could not decode list item 0 (ns/x): invalid type: integer `…`, expected a string at apiVersion"
+            ]
         );
     }
 
@@ -195,6 +179,9 @@ mod tests {
             decode_list(br#"{"metadata":{"continue":""},"items":null}"#, false, None).unwrap();
         assert!(list.items.is_empty() && list.continue_token.is_none());
         let e = decode_list::<DynamicObject>(b"<html>", false, None).unwrap_err();
-        assert_eq!(e.to_string(), "could not decode list response");
+        assert_eq!(
+            e.to_string(),
+            "could not decode list response: expected value"
+        );
     }
 }

@@ -247,4 +247,13 @@ where
             self.decode.clone(),
         ))
     }
+
+    /// `plural` or `plural.group` (`pods`, `deployments.apps`), for the reflector's logs.
+    fn resource(&self) -> Option<String> {
+        Some(if self.resource.group.is_empty() {
+            self.resource.plural.clone()
+        } else {
+            format!("{}.{}", self.resource.plural, self.resource.group)
+        })
+    }
 }

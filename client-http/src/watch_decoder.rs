@@ -6,13 +6,15 @@
 //! pieces. So a stream whose events fit in a chunk is decoded without any copy.
 //!
 //! Failures are per event, never per stream:
-//! - a line that does not decode yields `Err(Error::Decode)` and decoding goes on with the next
-//!   line (the reflector reports and skips it);
-//! - a line longer than the size limit yields one `Err(Error::Decode)` and the rest of that line
-//!   is dropped without being buffered, then decoding goes on: ending the stream instead would
-//!   make the reflector resume at the same resource version and meet the same event again;
-//! - at the end of the body, bytes after the last newline are decoded if they form a whole event
-//!   and give `Err(Error::Decode)` otherwise (a truncated stream).
+//! - a line that does not decode yields `Err(Error::Decode)` carrying what could be read of it
+//!   (event type, namespace, name, resource version: [`DecodeError::of_watch_event`]) and
+//!   decoding goes on with the next line; the reflector removes that key, or relists when the
+//!   identity could not be read;
+//! - a line longer than the size limit yields one `Err(Error::Decode)` without an identity (the
+//!   reflector relists) and the rest of that line is dropped without being buffered;
+//! - at the end of the body, bytes after the last newline are decoded if they form a whole
+//!   event; an event cut short is a broken stream (`Err(Error::Transport)`: the reflector
+//!   watches again from the last resource version, which sends the event again).
 
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -20,7 +22,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use kcache_reflector::{Error, WatchEvent, WatchStream};
+use kcache_reflector::{DecodeError, Error, WatchEvent, WatchStream};
 use serde::de::DeserializeOwned;
 
 use crate::SkipManagedFields;
@@ -35,14 +37,10 @@ pub const DEFAULT_MAX_EVENT_SIZE: usize = 16 << 20;
 /// An incremental decoder of a JSON watch body into [`WatchEvent`]s.
 ///
 /// Complete lines are decoded straight from the chunk they arrived in; only a line split across
-/// chunks is copied aside. Failures are per event, never per stream:
-/// - a line that does not decode gives `Err(Error::Decode)` and decoding goes on with the next
-///   line (the reflector reports and skips it);
-/// - a line longer than the size limit gives one `Err(Error::Decode)`, the rest of it is dropped
-///   without being buffered, and decoding goes on (ending the stream instead would make the
-///   reflector resume at the same resource version and meet the same event again);
-/// - at the end of the body, bytes after the last newline are decoded if they form a whole
-///   event and give `Err(Error::Decode)` otherwise (a truncated stream).
+/// chunks is copied aside. Failures are per event, never per stream (see the
+/// [module docs](self)): an undecodable line gives `Err(Error::Decode)` with what could be read
+/// of its identity, an oversize one an `Err(Error::Decode)` without one, and a body that ends in
+/// the middle of an event an `Err(Error::Transport)`.
 ///
 /// Feed it chunks with [`push`](Self::push), take events with
 /// [`next_event`](Self::next_event) until it returns `None`, and call
@@ -108,10 +106,10 @@ fn is_blank(line: &[u8]) -> bool {
 }
 
 fn oversize(limit: usize) -> Error {
-    Error::decode(
+    Error::decode(DecodeError::new(
         "watch event",
-        format!("event larger than the limit of {limit} bytes; skipped"),
-    )
+        format!("event larger than the limit of {limit} bytes (max_event_size)"),
+    ))
 }
 
 impl<T: DeserializeOwned> WatchDecoder<T> {
@@ -190,15 +188,11 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
         if let Some(event) = Self::decode_exact(skip_managed_fields, exact, line) {
             return Ok(event);
         }
-        let event = if skip_managed_fields {
+        if skip_managed_fields {
             WatchEvent::<SkipManagedFields<T>>::from_json(line).map(unwrap_skipped)
         } else {
             WatchEvent::<T>::from_json(line)
-        };
-        event.map_err(|e| match e {
-            Error::Decode { source, .. } => Error::decode("watch event", source),
-            other => other,
-        })
+        }
     }
 
     /// The exact-capacity decode of `line`; `None` when off or when it fails (the plain decode
@@ -289,21 +283,19 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
         if is_blank(&tail) {
             return None;
         }
-        Some(
-            Self::decode(self.skip_managed_fields, self.exact.as_mut(), &tail).map_err(|e| {
-                let source = match e {
-                    Error::Decode { source, .. } => source,
-                    other => other.into(),
-                };
-                Error::decode(
-                    format!(
-                        "the last watch event: the stream ended after {} bytes of it",
-                        tail.len()
-                    ),
-                    source,
-                )
-            }),
-        )
+        let cut_short = serde_json::from_slice::<serde::de::IgnoredAny>(&tail)
+            .is_err_and(|e| e.classify() == serde_json::error::Category::Eof);
+        if cut_short {
+            return Some(Err(Error::transport(format!(
+                "the watch stream ended in the middle of an event, after {} bytes of it",
+                tail.len()
+            ))));
+        }
+        Some(Self::decode(
+            self.skip_managed_fields,
+            self.exact.as_mut(),
+            &tail,
+        ))
     }
 }
 
@@ -371,7 +363,7 @@ pub(crate) fn watch_stream<T: DeserializeOwned + Send + 'static>(
                 None => {
                     s.done = true;
                     let item = s.decoder.finish()?;
-                    if let (Err(e), Some(hook)) = (&item, &s.options.on_error) {
+                    if let (Err(e @ Error::Decode(_)), Some(hook)) = (&item, &s.options.on_error) {
                         hook(e);
                     }
                     return Some((item, s));
@@ -470,11 +462,9 @@ mod tests {
         );
         let got = run(&[text.as_bytes()], 1 << 20);
         assert_eq!(got.len(), 3);
-        assert!(
-            got[1]
-                .as_ref()
-                .unwrap_err()
-                .starts_with("could not decode watch event: ")
+        assert_eq!(
+            got[1].as_ref().unwrap_err(),
+            "could not decode watch event: EOF while parsing a string"
         );
         assert_eq!(got[2], Ok("b".into()));
     }
@@ -504,11 +494,9 @@ mod tests {
         let got = run(&[text.as_bytes()], 1 << 20);
         assert_eq!(got[0], Ok("a".into()));
         let e = got[1].as_ref().unwrap_err();
-        assert!(
-            e.starts_with(
-                "could not decode the last watch event: the stream ended after 20 bytes of it"
-            ),
-            "{e}"
+        assert_eq!(
+            e,
+            "transport error: the watch stream ended in the middle of an event, after 20 bytes of it"
         );
         assert_eq!(run(&[added("z").as_bytes()], 1 << 20), [Ok("z".into())]);
     }

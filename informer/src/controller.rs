@@ -136,6 +136,16 @@ impl<T: Object> Controller<T> {
         (!rv.is_empty()).then_some(rv)
     }
 
+    /// How many versions of undecodable objects the reflector left out of the cache.
+    pub fn decode_errors(&self) -> u64 {
+        self.reflector.decode_errors()
+    }
+
+    /// How many list and watch failures the reflector reported.
+    pub fn errors(&self) -> u64 {
+        self.reflector.errors()
+    }
+
     /// Runs the reflector and the process loop until `cancel` fires; then closes the queue.
     ///
     /// A process error is logged and the item dropped (client-go 1.33+), unless the process

@@ -373,6 +373,24 @@ impl<T: Object> SharedIndexInformer<T> {
             .and_then(|r| r.last_sync_resource_version())
     }
 
+    /// How many versions of objects could not be decoded and were left out of the cache (each
+    /// also reported to the watch-error handler and logged): 0 before start.
+    pub fn decode_errors(&self) -> u64 {
+        self.settings()
+            .controller
+            .as_ref()
+            .map_or(0, |c| c.decode_errors())
+    }
+
+    /// How many list and watch failures were reported (each to the watch-error handler and the
+    /// log): 0 before start.
+    pub fn errors(&self) -> u64 {
+        self.settings()
+            .controller
+            .as_ref()
+            .map_or(0, |c| c.errors())
+    }
+
     /// A read-only view of the cache.
     pub fn indexer(&self) -> ReadOnlyIndexer<T> {
         ReadOnlyIndexer::new(Arc::clone(&self.inner.indexer))

@@ -311,6 +311,34 @@ impl<T: Object> kcache_store::Store<T> for DeltaFifo<T> {
         Ok(())
     }
 
+    /// Queues a tombstone for `key` with the last state known (queued, else in the known
+    /// objects), unless the key is neither queued nor known or its last queued delta is already
+    /// a deletion.
+    fn delete_key(&self, key: &ObjectKey) -> kcache_store::Result<()> {
+        let mut st = self.lock();
+        st.population.mark_populated();
+        self.life.update_synced(&st.population);
+        let last = match st.items.get(key).and_then(|d| d.last()) {
+            Some(Delta::Deleted(_)) => return Ok(()),
+            Some(d) => d.object().cloned(),
+            None => None,
+        };
+        let last = last.or_else(|| self.known.as_ref()?.known_object(key.as_str()));
+        if last.is_none() && !st.items.contains_key(key) {
+            return Ok(());
+        }
+        st.enqueue(
+            key.clone(),
+            Delta::Deleted(ObjectOrTombstone::Tombstone(DeletedFinalStateUnknown {
+                key: key.clone(),
+                obj: last,
+            })),
+        );
+        drop(st);
+        self.life.wake();
+        Ok(())
+    }
+
     fn list(&self) -> Vec<Arc<T>> {
         let st = self.lock();
         st.queue

@@ -4,7 +4,10 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use kcache_store::{KeyFunc, KnownObjects, Object, ObjectKey, ObjectOrTombstone, default_key_func};
+use kcache_store::{
+    DeletedFinalStateUnknown, KeyFunc, KnownObjects, Object, ObjectKey, ObjectOrTombstone,
+    default_key_func,
+};
 
 use crate::known_objects::{SharedKnown, share};
 use crate::lifecycle::{Lifecycle, Population};
@@ -241,6 +244,39 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
 
     fn delete(&self, obj: Arc<T>) -> kcache_store::Result<()> {
         self.push(obj, |o| Delta::Deleted(ObjectOrTombstone::Object(o)))
+    }
+
+    /// Queues a tombstone for `key` carrying its last state (the newest queued delta's object,
+    /// else the known object); nothing when the key is unknown or already queued as deleted.
+    fn delete_key(&self, key: &ObjectKey) -> kcache_store::Result<()> {
+        let mut st = self.lock();
+        let newest = st.items.iter().rev().find(|d| {
+            d.object()
+                .is_some_and(|o| (self.key_func)(o).is_ok_and(|k| k == *key))
+        });
+        let last = match newest {
+            Some(Delta::Deleted(_)) => return Ok(()),
+            Some(d) => d.object().cloned(),
+            None => self
+                .known
+                .as_ref()
+                .and_then(|k| k.known_object(key.as_str())),
+        };
+        let Some(last) = last else {
+            return Ok(());
+        };
+        st.population.mark_populated();
+        st.items
+            .push_back(Delta::Deleted(ObjectOrTombstone::Tombstone(
+                DeletedFinalStateUnknown {
+                    key: key.clone(),
+                    obj: Some(last),
+                },
+            )));
+        self.life.update_synced(&st.population);
+        drop(st);
+        self.life.wake();
+        Ok(())
     }
 
     /// The newest object of every queued single-object delta's key, in queue order of first

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::Status;
+use crate::{DecodeError, Status};
 
 /// A boxed error from a transport or a decoder.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -23,19 +23,19 @@ pub enum Error {
     #[error("the server answered: {0}")]
     Api(Box<Status>),
     /// One object or one watch event could not be decoded. Inside a watch stream the reflector
-    /// reports it and skips it: the watch goes on.
-    #[error("could not decode {context}")]
-    Decode {
-        /// What was being decoded (e.g. `watch event`, `list item 3`).
-        context: String,
-        /// The decoder's error.
-        #[source]
-        source: BoxError,
-    },
+    /// removes the object's key when its identity could be read
+    /// ([`DecodeError::identity`]) and ends the watch (to relist) when it could not.
+    #[error(transparent)]
+    Decode(Box<DecodeError>),
     /// The connection failed or broke (refused, reset, TLS, HTTP framing). Inside a watch stream
-    /// it ends the watch like a clean close.
+    /// it ends the watch like a clean close. The cause is in the source chain
+    /// ([`ErrorChain`](crate::ErrorChain) prints it on one line).
     #[error("transport error")]
     Transport(#[source] BoxError),
+    /// A server's answer broke one of the reflector's bounds (a repeated continue token, too many
+    /// pages, a body over its size limit).
+    #[error("{0}")]
+    Limit(String),
     /// The request or the stream took too long.
     #[error("request timed out")]
     Timeout,
@@ -46,6 +46,12 @@ pub enum Error {
     VeryShortWatch {
         /// The reflector's name.
         name: String,
+    },
+    /// A streaming list ended before the bookmark that closes its initial events.
+    #[error("the streaming list ended after {events} events without its initial-events bookmark")]
+    InitialEventsIncomplete {
+        /// How many events it delivered.
+        events: usize,
     },
     /// A watch delivered nothing (not even a bookmark) for this long and was ended.
     #[error("watch delivered nothing for {0:?}")]
@@ -64,10 +70,15 @@ impl Error {
 
     /// An [`Error::Decode`].
     #[must_use]
-    pub fn decode(context: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Self::Decode {
-            context: context.into(),
-            source: source.into(),
+    pub fn decode(error: DecodeError) -> Self {
+        Self::Decode(Box::new(error))
+    }
+
+    /// The [`DecodeError`], for an [`Error::Decode`].
+    pub fn as_decode(&self) -> Option<&DecodeError> {
+        match self {
+            Self::Decode(d) => Some(d),
+            _ => None,
         }
     }
 
@@ -140,6 +151,12 @@ impl Error {
     }
 }
 
+impl From<DecodeError> for Error {
+    fn from(error: DecodeError) -> Self {
+        Self::decode(error)
+    }
+}
+
 impl From<Status> for Error {
     fn from(status: Status) -> Self {
         Self::api(status)
@@ -172,8 +189,10 @@ mod tests {
 
     #[test]
     fn source_is_not_printed_twice() {
-        let e = Error::decode("watch event", "bad json");
-        assert_eq!(e.to_string(), "could not decode watch event");
-        assert_eq!(e.source().unwrap().to_string(), "bad json");
+        let e = Error::transport(std::io::Error::other("reset"));
+        assert_eq!(e.to_string(), "transport error");
+        assert_eq!(e.source().unwrap().to_string(), "reset");
+        let e = Error::decode(DecodeError::new("watch event", "bad json"));
+        assert_eq!(e.to_string(), "could not decode watch event: bad json");
     }
 }

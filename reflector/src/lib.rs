@@ -51,24 +51,30 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod backoff;
+mod decode_error;
 mod error;
+mod error_chain;
 mod lister_watcher;
 mod object_list;
 mod options;
 mod reflector;
+mod report;
 mod retry;
 mod status;
 mod watch_event;
 
 pub use self::backoff::{Backoff, BackoffConfig};
+pub use self::decode_error::{DecodeError, ObjectRef, reason_of};
 pub use self::error::{BoxError, Error, Result};
+pub use self::error_chain::ErrorChain;
 pub use self::lister_watcher::{ListerWatcher, WatchStream};
 pub use self::object_list::{ListMeta, ObjectList};
 pub use self::options::{ListOptions, ResourceVersionMatch};
 pub use self::reflector::{
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_PAGE_SIZE, ErrorHook, MIN_WATCH_TIMEOUT, Reflector,
-    ReflectorBuilder, ShouldResyncFn, TransformFn,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_PAGES, DEFAULT_PAGE_SIZE, DEFAULT_WATCH_LIST_ATTEMPTS,
+    MIN_WATCH_TIMEOUT, Reflector, ReflectorBuilder, ShouldResyncFn, TransformFn,
 };
+pub use self::report::{ErrorHook, LOG_BURST, LOG_WINDOW};
 pub use self::retry::RetryWithDeadline;
 pub use self::status::{
     CAUSE_RESOURCE_VERSION_TOO_LARGE, REASON_BAD_REQUEST, REASON_EXPIRED, REASON_GONE,

@@ -10,12 +10,18 @@ use crate::{Error, ListOptions, ObjectList, WatchEvent};
 
 /// The stream of a watch: events, or errors.
 ///
-/// An `Err` item of [`Error::Decode`] is one undecodable event (the reflector skips it); an
+/// An `Err` item of [`Error::Decode`] is one undecodable event: fill in its
+/// [`DecodeError`](crate::DecodeError) with what can be read of it
+/// ([`DecodeError::of_watch_event`](crate::DecodeError::of_watch_event) does), so the reflector
+/// can remove just that key; without a readable identity it ends the watch and relists. An
 /// `Err` of [`Error::Api`] is the same as an `ERROR` event; any other `Err` is a broken
 /// connection and ends the watch like a clean close. The stream ends when the watch ends.
 pub type WatchStream<T> = Pin<Box<dyn Stream<Item = Result<WatchEvent<T>, Error>> + Send>>;
 
 /// Lists and watches one kind of object (client-go's `ListerWatcher`).
+///
+/// A list page puts the items it could not decode in
+/// [`ObjectList::skipped`](crate::ObjectList::skipped) rather than failing the whole list.
 ///
 /// Dyn-compatible through `async-trait`, so an `Arc<dyn ListerWatcher<T>>` can stand for any
 /// backend (HTTP, a fake, a test double) and be swapped at run time. The options passed in are
@@ -53,6 +59,12 @@ pub trait ListerWatcher<T: Object>: Send + Sync {
     /// Opens a watch. A failure to open is an `Err` here; a failure after the stream started
     /// comes as an `ERROR` event or an `Err` item.
     async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<T>, Error>;
+
+    /// What is listed and watched (`pods`, `deployments.apps`), for logs: the reflector names
+    /// its span after it. `None` by default.
+    fn resource(&self) -> Option<String> {
+        None
+    }
 }
 
 #[async_trait::async_trait]
@@ -62,5 +74,8 @@ impl<T: Object, L: ListerWatcher<T> + ?Sized> ListerWatcher<T> for Arc<L> {
     }
     async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<T>, Error> {
         (**self).watch(opts).await
+    }
+    fn resource(&self) -> Option<String> {
+        (**self).resource()
     }
 }

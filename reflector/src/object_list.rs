@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Deserializer};
 
+use crate::DecodeError;
+
 /// One page of a list: the items and the list's `metadata` (a `ListMeta`).
 ///
 /// Decodes from the wire form (`{"metadata":{...},"items":[...]}`, `items` may be `null`).
@@ -30,6 +32,9 @@ pub struct ObjectList<T> {
     pub continue_token: Option<String>,
     /// `metadata.remainingItemCount`: an estimate, only on partial unfiltered pages.
     pub remaining_item_count: Option<i64>,
+    /// The items that could not be decoded, left out of `items`. The reflector reports each
+    /// (once per version) and the replace leaves them out of the cache.
+    pub skipped: Vec<DecodeError>,
 }
 
 impl<T> ObjectList<T> {
@@ -41,7 +46,15 @@ impl<T> ObjectList<T> {
             resource_version: resource_version.into(),
             continue_token: None,
             remaining_item_count: None,
+            skipped: Vec::new(),
         }
+    }
+
+    /// The same page, with `skipped` as its undecodable items.
+    #[must_use]
+    pub fn with_skipped(mut self, skipped: Vec<DecodeError>) -> Self {
+        self.skipped = skipped;
+        self
     }
 
     /// A page from its items and its list's `metadata` (`None` when absent). An empty continue
@@ -54,6 +67,7 @@ impl<T> ObjectList<T> {
             resource_version: meta.resource_version.unwrap_or_default(),
             continue_token: meta.continue_token.filter(|t| !t.is_empty()),
             remaining_item_count: meta.remaining_item_count,
+            skipped: Vec::new(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! [`Reflector`]: keeps a [`Store`] in step with the API server through a [`ListerWatcher`],
 //! following client-go's list/watch rules exactly.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -11,10 +11,12 @@ use futures_util::StreamExt;
 use kcache_store::{Object, ObjectKey, Store, meta_namespace_key};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
+use crate::report::{ErrorHook, Reporter};
 use crate::{
-    Backoff, BackoffConfig, Error, ListOptions, ListerWatcher, ObjectList, ResourceVersionMatch,
-    RetryWithDeadline, WatchEvent, WatchStream,
+    Backoff, BackoffConfig, DecodeError, Error, ErrorChain, EventType, ListOptions, ListerWatcher,
+    ObjectList, ObjectRef, ResourceVersionMatch, RetryWithDeadline, WatchEvent, WatchStream,
 };
 
 /// The page size of a paginated list (client-go's pager default).
@@ -24,6 +26,13 @@ pub const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
 /// The default idle timeout: a watch that delivers nothing (not even a bookmark, which servers
 /// send about every minute) for this long is ended and re-opened from the last resource version.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// The most pages one list may take (500 objects each by default: five million objects); a
+/// server that never ends a list is an error past this.
+pub const DEFAULT_MAX_LIST_PAGES: usize = 10_000;
+/// How many streaming-list attempts that end (or stall) without their initial-events bookmark,
+/// or fail with a retriable error, are made in one round before it falls back to a paginated
+/// list.
+pub const DEFAULT_WATCH_LIST_ATTEMPTS: u32 = 3;
 /// How often a streaming list still waiting for its initial-events bookmark says so (client-go:
 /// every 10 s).
 const AWAITING_BOOKMARK_WARNING: Duration = Duration::from_secs(10);
@@ -34,8 +43,6 @@ const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
 
 /// A transform applied to each object before it is wrapped in an `Arc` and stored.
 pub type TransformFn<T> = Arc<dyn Fn(T) -> T + Send + Sync>;
-/// A hook that is told about errors.
-pub type ErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
 /// A hook asked, each resync period, whether to resync.
 pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
 
@@ -63,8 +70,25 @@ pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
 /// - Every round of list-and-watch is followed by a backoff (800 ms doubling to 30 s with jitter,
 ///   reset after 2 quiet minutes).
 ///
-/// Errors go to the watch-error hook and to `tracing`; an undecodable event goes to the decode
-/// hook and is skipped.
+/// Never stale, never silent, never unbounded:
+/// - An object that cannot be decoded is left out of the cache. A watch event whose type, name
+///   and resource version can still be read removes that key (handlers hear a deletion of the
+///   version the cache held) and the resource version moves on; one that cannot be read ends
+///   the watch and the reflector relists (after the round's backoff, so repeated failures back
+///   off). A list item that cannot be decoded, or has no name, is left out of the replace.
+///   Each undecodable object version is reported once: to the decode-error hook (or the
+///   watch-error hook when there is none), counted ([`decode_errors`](Self::decode_errors))
+///   and logged at WARN with its path and a value-free reason.
+/// - Every list and watch failure goes to the watch-error hook, is counted
+///   ([`errors`](Self::errors)) and is logged at WARN with its whole cause chain on one line
+///   (at most 10 lines a minute of each kind; the next line says how many were held back),
+///   inside a span `reflector{resource="..."}`.
+/// - A streaming list that ends or stalls without its bookmark is retried with backoff and
+///   falls back to a paginated list after
+///   [`watch_list_attempts`](ReflectorBuilder::watch_list_attempts) tries. A list that repeats
+///   a continue token fails at once, and one longer than
+///   [`max_list_pages`](ReflectorBuilder::max_list_pages) pages fails. `Retry-After` is
+///   honoured up to the backoff's cap (30 s).
 ///
 /// # Example
 ///
@@ -99,10 +123,12 @@ pub struct Reflector<T: Object> {
     store: Arc<dyn Store<T>>,
     resync_period: Option<Duration>,
     should_resync: Option<ShouldResyncFn>,
-    watch_error_hook: Option<ErrorHook>,
-    decode_error_hook: Option<ErrorHook>,
+    reporter: Reporter,
     page_size: Option<i64>,
+    max_list_pages: usize,
     use_watch_list: bool,
+    watch_list_attempts: u32,
+    retry_after_cap: Duration,
     min_watch_timeout: Duration,
     idle_timeout: Option<Duration>,
     max_internal_error_retry: Duration,
@@ -125,13 +151,15 @@ struct State {
 pub struct ReflectorBuilder<T: Object> {
     lw: Arc<dyn ListerWatcher<T>>,
     store: Arc<dyn Store<T>>,
-    name: String,
+    name: Option<String>,
     resync_period: Option<Duration>,
     should_resync: Option<ShouldResyncFn>,
     watch_error_hook: Option<ErrorHook>,
     decode_error_hook: Option<ErrorHook>,
     page_size: Option<i64>,
+    max_list_pages: usize,
     use_watch_list: bool,
+    watch_list_attempts: u32,
     backoff: BackoffConfig,
     seed: Option<u64>,
     min_watch_timeout: Duration,
@@ -142,9 +170,11 @@ pub struct ReflectorBuilder<T: Object> {
 }
 
 impl<T: Object> ReflectorBuilder<T> {
-    /// The name used in logs and errors (default `reflector`).
+    /// The name used in logs and errors: the `resource` of the span `reflector{resource=...}`.
+    /// Default: what the lister-watcher says it serves
+    /// ([`ListerWatcher::resource`]), else `reflector`.
     pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
+        self.name = Some(name.into());
         self
     }
 
@@ -161,13 +191,17 @@ impl<T: Object> ReflectorBuilder<T> {
     }
 
     /// Told about every list or watch error (client-go's `WatchErrorHandler`): failed rounds,
-    /// watches ended by an error, retried watch requests. It never changes what happens next.
+    /// failed streaming-list attempts, watches ended by an error, retried watch requests; and
+    /// about undecodable objects when no
+    /// [`decode_error_handler`](Self::decode_error_handler) is set. It never changes what
+    /// happens next.
     pub fn watch_error_handler(mut self, f: impl Fn(&Error) + Send + Sync + 'static) -> Self {
         self.watch_error_hook = Some(Arc::new(f));
         self
     }
 
-    /// Told about every watch event that could not be decoded (it is skipped).
+    /// Told once about every version of an object that could not be decoded (an
+    /// [`Error::Decode`]): list items and watch events, each left out of the cache.
     pub fn decode_error_handler(mut self, f: impl Fn(&Error) + Send + Sync + 'static) -> Self {
         self.decode_error_hook = Some(Arc::new(f));
         self
@@ -181,13 +215,30 @@ impl<T: Object> ReflectorBuilder<T> {
         self
     }
 
+    /// The most pages one paginated list may take (default [`DEFAULT_MAX_LIST_PAGES`], at least
+    /// 1). A list that goes past it fails (and is retried after the backoff), as does one whose
+    /// server repeats a continue token.
+    pub fn max_list_pages(mut self, pages: usize) -> Self {
+        self.max_list_pages = pages.max(1);
+        self
+    }
+
+    /// How many streaming-list attempts one round makes before it falls back to a paginated
+    /// list (default [`DEFAULT_WATCH_LIST_ATTEMPTS`], at least 1): attempts that end or stall
+    /// without the initial-events bookmark, hold an unreadable event, or fail with a 429, a 410
+    /// or a refused connection. Other errors fall back at once, as in client-go.
+    pub fn watch_list_attempts(mut self, attempts: u32) -> Self {
+        self.watch_list_attempts = attempts.max(1);
+        self
+    }
+
     /// Whether to start with a streaming list (`sendInitialEvents`); on by default.
     pub fn use_watch_list(mut self, on: bool) -> Self {
         self.use_watch_list = on;
         self
     }
 
-    /// The backoff numbers (default: client-go's).
+    /// The backoff numbers (default: client-go's). Its cap also caps a server's `Retry-After`.
     pub fn backoff(mut self, config: BackoffConfig) -> Self {
         self.backoff = config;
         self
@@ -240,16 +291,22 @@ impl<T: Object> ReflectorBuilder<T> {
     #[must_use]
     pub fn build(self) -> Reflector<T> {
         let seed = self.seed.unwrap_or_else(|| fastrand::u64(..));
+        let name = self
+            .name
+            .or_else(|| self.lw.resource())
+            .unwrap_or_else(|| "reflector".to_owned());
         Reflector {
-            name: self.name,
+            name,
             lw: self.lw,
             store: self.store,
             resync_period: self.resync_period,
             should_resync: self.should_resync,
-            watch_error_hook: self.watch_error_hook,
-            decode_error_hook: self.decode_error_hook,
+            reporter: Reporter::new(self.watch_error_hook, self.decode_error_hook),
             page_size: self.page_size,
+            max_list_pages: self.max_list_pages,
             use_watch_list: self.use_watch_list,
+            watch_list_attempts: self.watch_list_attempts,
+            retry_after_cap: self.backoff.cap,
             min_watch_timeout: self.min_watch_timeout,
             idle_timeout: self.idle_timeout,
             max_internal_error_retry: self.max_internal_error_retry,
@@ -272,7 +329,9 @@ impl<T: Object> fmt::Debug for ReflectorBuilder<T> {
             .field("name", &self.name)
             .field("resync_period", &self.resync_period)
             .field("page_size", &self.page_size)
+            .field("max_list_pages", &self.max_list_pages)
             .field("use_watch_list", &self.use_watch_list)
+            .field("watch_list_attempts", &self.watch_list_attempts)
             .field("backoff", &self.backoff)
             .field("idle_timeout", &self.idle_timeout)
             .field("base", &self.base)
@@ -289,6 +348,8 @@ impl<T: Object> fmt::Debug for Reflector<T> {
                 &self.last_sync_resource_version(),
             )
             .field("use_watch_list", &self.use_watch_list)
+            .field("errors", &self.errors())
+            .field("decode_errors", &self.decode_errors())
             .finish_non_exhaustive()
     }
 }
@@ -305,8 +366,6 @@ enum WatchEnd {
 enum InitialEvents<T> {
     /// The initial-events-end bookmark arrived: the state and its RV.
     Synced(Vec<Arc<T>>, String),
-    /// The stream ended first: try again.
-    Ended,
     /// The cancellation token fired.
     Cancelled,
 }
@@ -323,8 +382,8 @@ enum Next<T> {
 /// A watch stream item, sorted by [`Reflector::classify`].
 enum Item<T> {
     Event(WatchEvent<T>),
-    /// Undecodable: reported and skipped.
-    Skipped,
+    /// Undecodable.
+    Undecodable(DecodeError),
     /// The stream ended (cleanly, or by a transport error or timeout).
     Ended,
 }
@@ -356,13 +415,15 @@ impl<T: Object> Reflector<T> {
         ReflectorBuilder {
             lw,
             store,
-            name: "reflector".to_owned(),
+            name: None,
             resync_period: None,
             should_resync: None,
             watch_error_hook: None,
             decode_error_hook: None,
             page_size: None,
+            max_list_pages: DEFAULT_MAX_LIST_PAGES,
             use_watch_list: true,
+            watch_list_attempts: DEFAULT_WATCH_LIST_ATTEMPTS,
             backoff: BackoffConfig::default(),
             seed: None,
             min_watch_timeout: MIN_WATCH_TIMEOUT,
@@ -376,6 +437,17 @@ impl<T: Object> Reflector<T> {
     /// The reflector's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// How many list and watch failures have been reported.
+    pub fn errors(&self) -> u64 {
+        self.reporter.errors()
+    }
+
+    /// How many versions of undecodable objects have been reported (each left out of the
+    /// cache).
+    pub fn decode_errors(&self) -> u64 {
+        self.reporter.decode_errors()
     }
 
     /// The resource version of the last list, event or bookmark applied (`""` before the first).
@@ -425,6 +497,15 @@ impl<T: Object> Reflector<T> {
         self.state().backoff.next_delay(Instant::now())
     }
 
+    /// How long to wait after `e`: the server's `Retry-After` up to the backoff's cap, else the
+    /// next backoff.
+    fn retry_delay(&self, e: &Error) -> Duration {
+        match e.retry_after() {
+            Some(d) => d.min(self.retry_after_cap),
+            None => self.next_backoff(),
+        }
+    }
+
     /// A random `timeoutSeconds` in `[min, 2 * min)`.
     fn watch_timeout_seconds(&self) -> i64 {
         let min = self.min_watch_timeout.as_secs().max(1);
@@ -436,18 +517,27 @@ impl<T: Object> Reflector<T> {
         self.base.clone()
     }
 
-    fn report(&self, e: &Error) {
-        tracing::warn!(reflector = %self.name, error = %e, "list/watch error");
-        if let Some(hook) = &self.watch_error_hook {
-            hook(e);
-        }
+    fn report(&self, e: &Error, what: &str) {
+        self.reporter.error(e, what);
     }
 
-    fn report_decode(&self, e: &Error) {
-        tracing::warn!(reflector = %self.name, error = %e, "skipping undecodable watch event");
-        if let Some(hook) = &self.decode_error_hook {
-            hook(e);
+    /// Leaves out (and reports) objects without a name: no key can be made for them.
+    fn named(&self, items: Vec<T>) -> Vec<T> {
+        if items.iter().all(has_name) {
+            return items;
         }
+        items
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, o)| {
+                if has_name(&o) {
+                    return Some(o);
+                }
+                self.reporter
+                    .decode(&nameless(format!("list item {i}"), &o, None));
+                None
+            })
+            .collect()
     }
 
     fn prepare(&self, obj: T) -> Arc<T> {
@@ -465,18 +555,28 @@ impl<T: Object> Reflector<T> {
     /// call is synchronous). Cancelling the token makes it return promptly, even from a backoff
     /// sleep or a stalled stream.
     pub async fn run(&self, cancel: CancellationToken) {
+        // At WARN level, so that the span names the resource wherever its warnings are shown.
+        let span = tracing::warn_span!("reflector", resource = %self.name);
+        self.run_rounds(cancel).instrument(span).await;
+    }
+
+    async fn run_rounds(&self, cancel: CancellationToken) {
         loop {
             if cancel.is_cancelled() {
                 return;
             }
-            if let Err(e) = self.list_and_watch(&cancel).await {
-                self.report(&e);
-            }
+            let failed = self.list_and_watch(&cancel).await.err();
             if cancel.is_cancelled() {
                 return;
             }
-            let delay = self.next_backoff();
-            tracing::debug!(reflector = %self.name, ?delay, "backing off before the next list");
+            let delay = match &failed {
+                Some(e) => {
+                    self.report(e, "list and watch failed; retrying after a backoff");
+                    self.retry_delay(e)
+                }
+                None => self.next_backoff(),
+            };
+            tracing::debug!(?delay, "backing off before the next list");
             if !sleep_or_cancel(&cancel, delay).await {
                 return;
             }
@@ -497,9 +597,9 @@ impl<T: Object> Reflector<T> {
                 Ok(Some(s)) => stream = Some(s),
                 Ok(None) => return Ok(()),
                 Err(e) => {
-                    tracing::debug!(
-                        reflector = %self.name, error = %e,
-                        "streaming list failed, falling back to a list"
+                    tracing::warn!(
+                        error = %ErrorChain(&e),
+                        "streaming list failed; falling back to a paginated list"
                     );
                 }
             }
@@ -528,7 +628,7 @@ impl<T: Object> Reflector<T> {
         };
         let (list, paginated) = match result {
             Err(e) if e.is_gone() || e.is_too_large_rv() => {
-                tracing::debug!(reflector = %self.name, error = %e, "relisting at the latest version");
+                tracing::debug!(error = %ErrorChain(&e), "relisting at the latest version");
                 self.set_rv_unavailable(true);
                 let opts = ListOptions {
                     resource_version: self.relist_resource_version(),
@@ -548,7 +648,14 @@ impl<T: Object> Reflector<T> {
             }
             s.rv_unavailable = false;
         }
-        let items: Vec<Arc<T>> = list.items.into_iter().map(|o| self.prepare(o)).collect();
+        for d in &list.skipped {
+            self.reporter.decode(d);
+        }
+        let items: Vec<Arc<T>> = self
+            .named(list.items)
+            .into_iter()
+            .map(|o| self.prepare(o))
+            .collect();
         self.store
             .replace(items, &list.resource_version)
             .map_err(Error::Store)?;
@@ -569,16 +676,20 @@ impl<T: Object> Reflector<T> {
         }
         let requested_rv = opts.resource_version.clone();
         let requested_rvm = opts.resource_version_match;
-        let mut acc: Option<(Vec<T>, String)> = None;
+        let mut acc: Option<ObjectList<T>> = None;
         let mut paginated = false;
+        let mut tokens = HashSet::new();
         loop {
+            if tokens.len() >= self.max_list_pages {
+                return Err(Error::Limit(format!(
+                    "the list did not end within {} pages (the reflector's max_list_pages)",
+                    self.max_list_pages
+                )));
+            }
             let page = match self.lw.list(&opts).await {
                 Ok(page) => page,
                 Err(e) if e.is_expired() && !opts.continue_token.is_empty() => {
-                    tracing::debug!(
-                        reflector = %self.name,
-                        "continue token expired, listing everything at once"
-                    );
+                    tracing::debug!("continue token expired, listing everything at once");
                     opts.limit = None;
                     opts.continue_token.clear();
                     opts.resource_version = requested_rv;
@@ -588,17 +699,28 @@ impl<T: Object> Reflector<T> {
                 Err(e) => return Err(e),
             };
             let next = page.next_page_token().map(str::to_owned);
-            if next.is_none() && acc.is_none() {
-                return Ok((page, paginated));
-            }
-            let (items, _) = acc.get_or_insert_with(|| (Vec::new(), page.resource_version.clone()));
-            items.extend(page.items);
+            let page = match acc.take() {
+                None => page,
+                Some(mut all) => {
+                    all.items.extend(page.items);
+                    all.skipped.extend(page.skipped);
+                    all
+                }
+            };
             match next {
                 None => {
-                    let (items, rv) = acc.take().unwrap_or_default();
-                    return Ok((ObjectList::new(items, rv), paginated));
+                    let mut page = page;
+                    page.continue_token = None;
+                    return Ok((page, paginated));
                 }
                 Some(token) => {
+                    acc = Some(page);
+                    if !tokens.insert(token.clone()) {
+                        return Err(Error::Limit(format!(
+                            "the server repeated the continue token of an earlier page (after {} pages)",
+                            tokens.len()
+                        )));
+                    }
                     opts.continue_token = token;
                     opts.resource_version.clear();
                     opts.resource_version_match = None;
@@ -608,27 +730,17 @@ impl<T: Object> Reflector<T> {
         }
     }
 
-    /// After a watch error: waits and says `true` when the request should simply be retried
-    /// (429, refused connection), marks the RV unavailable and says `true` after a 410 or a too
-    /// large RV, else `false`. `None` when cancelled while waiting.
-    async fn retry_watch_list(&self, e: &Error, cancel: &CancellationToken) -> Option<bool> {
-        if e.is_watch_retriable() {
-            let delay = e.retry_after().unwrap_or_else(|| self.next_backoff());
-            return sleep_or_cancel(cancel, delay).await.then_some(true);
-        }
-        if e.is_gone() || e.is_too_large_rv() {
-            self.set_rv_unavailable(true);
-            return Some(true);
-        }
-        Some(false)
-    }
-
     /// The streaming list. `Ok(Some(stream))` once the store holds the initial state (the
-    /// stream then goes on as the watch), `Ok(None)` when cancelled.
+    /// stream then goes on as the watch), `Ok(None)` when cancelled, `Err` to fall back to a
+    /// paginated list: at once for most errors (as client-go does), after
+    /// `watch_list_attempts` tries for attempts that end, stall or hold an unreadable event
+    /// before the initial-events bookmark, or fail with a 429, a 410 or a refused connection.
+    /// Every failed attempt is reported; retries back off.
     async fn watch_list(
         &self,
         cancel: &CancellationToken,
     ) -> Result<Option<WatchStream<T>>, Error> {
+        let mut attempts = 0u32;
         loop {
             if cancel.is_cancelled() {
                 return Ok(None);
@@ -650,20 +762,35 @@ impl<T: Object> Reflector<T> {
                     .map(|o| (o, stream)),
                 Some(Err(e)) => Err(e),
             };
-            match outcome {
+            let e = match outcome {
                 Ok((InitialEvents::Synced(items, rv), stream)) => {
                     self.set_rv_unavailable(false);
                     self.store.replace(items, &rv).map_err(Error::Store)?;
                     self.set_last_sync_rv(&rv);
                     return Ok(Some(stream));
                 }
-                Ok((InitialEvents::Ended, _)) => {}
                 Ok((InitialEvents::Cancelled, _)) => return Ok(None),
-                Err(e) => match self.retry_watch_list(&e, cancel).await {
-                    None => return Ok(None),
-                    Some(true) => {}
-                    Some(false) => return Err(e),
-                },
+                Err(e) => e,
+            };
+            attempts += 1;
+            let gone = e.is_gone() || e.is_too_large_rv();
+            let retriable = gone
+                || e.is_watch_retriable()
+                || matches!(
+                    e,
+                    Error::InitialEventsIncomplete { .. }
+                        | Error::VeryShortWatch { .. }
+                        | Error::WatchIdle(_)
+                        | Error::Decode(_)
+                );
+            if !retriable || attempts >= self.watch_list_attempts {
+                return Err(e);
+            }
+            self.report(&e, "streaming list failed; trying again");
+            if gone {
+                self.set_rv_unavailable(true);
+            } else if !sleep_or_cancel(cancel, self.retry_delay(&e)).await {
+                return Ok(None);
             }
         }
     }
@@ -688,7 +815,6 @@ impl<T: Object> Reflector<T> {
                 Next::Tick => {
                     // client-go's ticker: say why the informer is not synced yet.
                     tracing::warn!(
-                        reflector = %self.name,
                         objects = temp.len(),
                         last_event_secs_ago = last_event.elapsed().as_secs(),
                         "still waiting for the bookmark that ends the streaming list's initial events"
@@ -701,23 +827,25 @@ impl<T: Object> Reflector<T> {
             };
             let ev = match self.classify(item, count, start)? {
                 Item::Event(ev) => ev,
-                Item::Skipped => continue,
-                Item::Ended => return Ok(InitialEvents::Ended),
+                Item::Undecodable(d) => {
+                    // A readable identity: leave that key out; else the attempt fails.
+                    self.reporter.decode(&d);
+                    let (key, _, _) = d.identity().ok_or_else(|| Error::decode(d.clone()))?;
+                    temp.remove(&key);
+                    count += 1;
+                    continue;
+                }
+                Item::Ended => return Err(Error::InitialEventsIncomplete { events: count }),
             };
             count += 1;
             match ev {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    let o = self.prepare(o);
-                    match meta_namespace_key(&*o) {
-                        Ok(k) => {
-                            temp.insert(k, o);
-                        }
-                        Err(e) => {
-                            tracing::warn!(reflector = %self.name, error = %e, "skipping object");
-                        }
-                    }
+                    let o = self.prepare(self.keyable(o, EventType::Added)?);
+                    let k = meta_namespace_key(&*o).map_err(|e| Error::Store(e.into()))?;
+                    temp.insert(k, o);
                 }
                 WatchEvent::Deleted(o) => {
+                    let o = self.keyable(o, EventType::Deleted)?;
                     if let Ok(k) = meta_namespace_key(&o) {
                         temp.remove(&k);
                     }
@@ -735,9 +863,20 @@ impl<T: Object> Reflector<T> {
         }
     }
 
-    /// Sorts a watch stream's item: an event; a decode error (reported, then skipped); or the
-    /// end of the stream, which is an error if it came before any event and too soon after
-    /// `start` (client-go's "very short watch"). Other errors are returned.
+    /// `obj` when it has a name; else the nameless object is reported and the watch must end
+    /// (no key can be made: which object changed is unknown).
+    fn keyable(&self, obj: T, event_type: EventType) -> Result<T, Error> {
+        if has_name(&obj) {
+            return Ok(obj);
+        }
+        let d = nameless("watch event", &obj, Some(event_type));
+        self.reporter.decode(&d);
+        Err(Error::decode(d))
+    }
+
+    /// Sorts a watch stream's item: an event; a decode error; or the end of the stream, which
+    /// is an error if it came before any event and too soon after `start` (client-go's "very
+    /// short watch"). Other errors are returned.
     fn classify(
         &self,
         item: Option<Result<WatchEvent<T>, Error>>,
@@ -753,10 +892,7 @@ impl<T: Object> Reflector<T> {
                 }
                 Ok(Item::Ended)
             }
-            Some(Err(e @ Error::Decode { .. })) => {
-                self.report_decode(&e);
-                Ok(Item::Skipped)
-            }
+            Some(Err(Error::Decode(d))) => Ok(Item::Undecodable(*d)),
             Some(Err(e)) => Err(e),
             Some(Ok(ev)) => Ok(Item::Event(ev)),
         }
@@ -836,9 +972,8 @@ impl<T: Object> Reflector<T> {
                     None => return Ok(()),
                     Some(Ok(s)) => (s, !rv.is_empty() && rv != "0"),
                     Some(Err(e)) if e.is_watch_retriable() => {
-                        self.report(&e);
-                        let delay = e.retry_after().unwrap_or_else(|| self.next_backoff());
-                        if !sleep_or_cancel(cancel, delay).await {
+                        self.report(&e, "watch request failed; retrying after a backoff");
+                        if !sleep_or_cancel(cancel, self.retry_delay(&e)).await {
                             return Ok(());
                         }
                         continue;
@@ -856,20 +991,23 @@ impl<T: Object> Reflector<T> {
                 Ok(WatchEnd::Clean) => {}
                 Ok(WatchEnd::Cancelled) => return Ok(()),
                 Err(e) if e.is_too_many_requests() => {
-                    self.report(&e);
-                    let delay = e.retry_after().unwrap_or_else(|| self.next_backoff());
-                    if !sleep_or_cancel(cancel, delay).await {
+                    self.report(
+                        &e,
+                        "watch ended; watching again after the server's Retry-After",
+                    );
+                    if !sleep_or_cancel(cancel, self.retry_delay(&e)).await {
                         return Ok(());
                     }
                 }
                 Err(e) if e.is_internal_error() && internal_errors.should_retry() => {
                     // Re-watch from the last RV at once, as client-go does.
-                    self.report(&e);
+                    self.report(&e, "watch ended; watching again");
                 }
-                Err(e @ Error::WatchIdle(_)) => self.report(&e),
+                Err(e @ Error::WatchIdle(_)) => self.report(&e, "watch ended; watching again"),
                 Err(e) => {
-                    // A 410 and everything else: relist (after the round's backoff).
-                    self.report(&e);
+                    // A 410, an unreadable event and everything else: relist (after the
+                    // round's backoff).
+                    self.report(&e, "watch ended; relisting");
                     return Ok(());
                 }
             }
@@ -896,7 +1034,7 @@ impl<T: Object> Reflector<T> {
                 Next::Tick => {
                     *resync_at = self.resync_period.map(|p| Instant::now() + p);
                     if self.should_resync.as_ref().is_none_or(|f| f()) {
-                        tracing::debug!(reflector = %self.name, "resync");
+                        tracing::debug!("resync");
                         self.store.resync().map_err(Error::Store)?;
                     }
                     continue;
@@ -906,22 +1044,37 @@ impl<T: Object> Reflector<T> {
             };
             let ev = match self.classify(item, count, start)? {
                 Item::Event(ev) => ev,
-                Item::Skipped => continue,
+                Item::Undecodable(d) => {
+                    count += 1;
+                    self.reporter.decode(&d);
+                    // Without a readable identity the cache may hold a version the server has
+                    // replaced or deleted: end the watch and relist.
+                    let (key, rv, ty) = d.identity().ok_or_else(|| Error::decode(d.clone()))?;
+                    if let Err(e) = self.store.delete_key(&key) {
+                        tracing::warn!(error = %ErrorChain(&e), key = %key, "store write failed");
+                    }
+                    propagate |= ty != EventType::Added;
+                    if propagate {
+                        self.store.bookmark(rv);
+                        self.set_last_sync_rv(rv);
+                    }
+                    continue;
+                }
                 Item::Ended => return Ok(WatchEnd::Clean),
             };
             count += 1;
             let (obj, result) = match ev {
                 WatchEvent::Added(o) => {
-                    let o = self.prepare(o);
+                    let o = self.prepare(self.keyable(o, EventType::Added)?);
                     (Some(Arc::clone(&o)), self.store.add(o))
                 }
                 WatchEvent::Modified(o) => {
-                    let o = self.prepare(o);
+                    let o = self.prepare(self.keyable(o, EventType::Modified)?);
                     propagate = true;
                     (Some(Arc::clone(&o)), self.store.update(o))
                 }
                 WatchEvent::Deleted(o) => {
-                    let o = self.prepare(o);
+                    let o = self.prepare(self.keyable(o, EventType::Deleted)?);
                     propagate = true;
                     (Some(Arc::clone(&o)), self.store.delete(o))
                 }
@@ -936,7 +1089,7 @@ impl<T: Object> Reflector<T> {
                 WatchEvent::Error(s) => return Err(Error::Api(s)),
             };
             if let Err(e) = result {
-                tracing::warn!(reflector = %self.name, error = %e, "store write failed");
+                tracing::warn!(error = %ErrorChain(&e), "store write failed");
             }
             if propagate
                 && let Some(rv) = obj.as_deref().and_then(T::resource_version)
@@ -946,4 +1099,26 @@ impl<T: Object> Reflector<T> {
             }
         }
     }
+}
+
+/// Whether `obj` has a name (without one no key can be made).
+fn has_name<T: Object>(obj: &T) -> bool {
+    obj.name().is_some_and(|n| !n.is_empty())
+}
+
+/// The report of an object without a name.
+fn nameless<T: Object>(
+    context: impl Into<String>,
+    obj: &T,
+    event_type: Option<EventType>,
+) -> DecodeError {
+    DecodeError::new(context, "metadata.name is missing or empty")
+        .with_event_type(event_type)
+        .with_path(Some("metadata.name".to_owned()))
+        .with_object(Some(ObjectRef {
+            namespace: obj.namespace().map(str::to_owned),
+            resource_version: obj.resource_version().map(str::to_owned),
+            uid: obj.uid().map(str::to_owned),
+            ..ObjectRef::default()
+        }))
 }

@@ -18,6 +18,19 @@ pub trait Store<T: Object>: Send + Sync {
     fn update(&self, obj: Arc<T>) -> Result<()>;
     /// Removes the object's key; deleting a key that is not present does nothing.
     fn delete(&self, obj: Arc<T>) -> Result<()>;
+    /// Removes `key`, whose current state the caller could not read (an event that did not
+    /// decode): the store must no longer hold the version it has. A queue passes the removal on
+    /// as a tombstone ([`DeletedFinalStateUnknown`](crate::DeletedFinalStateUnknown)) carrying
+    /// the last state it knew. Removing a key that is not present does nothing.
+    ///
+    /// The default looks the key up with [`get_by_key`](Self::get_by_key) and
+    /// [`delete`](Self::delete)s what it finds.
+    fn delete_key(&self, key: &ObjectKey) -> Result<()> {
+        match self.get_by_key(key.as_str()) {
+            Some(obj) => self.delete(obj),
+            None => Ok(()),
+        }
+    }
     /// Every object, in no particular order.
     fn list(&self) -> Vec<Arc<T>>;
     /// Every key, in no particular order.

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use futures_core::Stream;
 use kcache_reflector::{
-    Bookmark, Error, ListOptions, ListerWatcher, ObjectList, REASON_BAD_REQUEST, REASON_INVALID,
-    Status, WatchEvent, WatchStream,
+    Bookmark, DecodeError, Error, EventType, ListOptions, ListerWatcher, ObjectList, ObjectRef,
+    REASON_BAD_REQUEST, REASON_INVALID, Status, WatchEvent, WatchStream,
 };
 use kcache_store::{DynamicObject, Object, ObjectKey, Selector, meta_namespace_key};
 use tokio::sync::{Notify, mpsc};
@@ -63,6 +63,40 @@ impl FakeRequest {
     }
 }
 
+/// How an object the fake holds reaches clients that cannot decode it (see
+/// [`FakeHandle::update_undecodable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undecodable {
+    /// The body does not fit the type, but the event's type and the object's namespace, name and
+    /// resource version can be read: a client can remove just that key.
+    Readable,
+    /// Nothing can be read of it: a client must relist.
+    Unreadable,
+}
+
+impl Undecodable {
+    /// The decode error a client would report for `obj` in a watch event of type `ty` (or in a
+    /// list when `ty` is `None`).
+    fn error<T: Object>(self, obj: &T, ty: Option<EventType>) -> DecodeError {
+        let context = if ty.is_some() {
+            "watch event"
+        } else {
+            "list item"
+        };
+        match self {
+            Self::Readable => DecodeError::new(context, "invalid type: string \"…\", expected u32")
+                .with_event_type(ty)
+                .with_path(Some("object.spec.replicas".to_owned()))
+                .with_object(Some(ObjectRef::new(
+                    obj.namespace(),
+                    obj.name().unwrap_or_default(),
+                    obj.resource_version().unwrap_or_default(),
+                ))),
+            Self::Unreadable => DecodeError::new(context, "expected value"),
+        }
+    }
+}
+
 /// A scripted answer to the next watch call.
 enum WatchFault {
     Fail(Error),
@@ -84,8 +118,10 @@ struct Snapshot<T> {
 
 struct Inner<T> {
     objects: BTreeMap<ObjectKey, T>,
+    /// Objects whose current version clients cannot decode.
+    poisoned: HashMap<ObjectKey, Undecodable>,
     rv: u64,
-    history: Vec<(u64, WatchEvent<T>)>,
+    history: Vec<(u64, WatchEvent<T>, Option<Undecodable>)>,
     compacted: u64,
     watchers: Vec<Watcher<T>>,
     stalled: Vec<mpsc::UnboundedSender<Result<WatchEvent<T>, Error>>>,
@@ -195,6 +231,7 @@ impl<T: FakeObject> FakeListerWatcher<T> {
             shared: Arc::new(Shared {
                 inner: Mutex::new(Inner {
                     objects: BTreeMap::new(),
+                    poisoned: HashMap::new(),
                     rv: 0,
                     history: Vec::new(),
                     compacted: 0,
@@ -257,11 +294,37 @@ impl<T: FakeObject> Inner<T> {
                 rv: rv.clone(),
             },
         );
-        ObjectList {
-            items: page,
-            resource_version: rv,
-            continue_token: Some(token),
-            remaining_item_count: remaining,
+        let mut list = ObjectList::new(page, rv);
+        list.continue_token = Some(token);
+        list.remaining_item_count = remaining;
+        list
+    }
+
+    /// Moves the undecodable objects of a page to its `skipped`, as a decoding client would.
+    fn poison(&self, mut list: ObjectList<T>) -> ObjectList<T> {
+        if self.poisoned.is_empty() {
+            return list;
+        }
+        let items = std::mem::take(&mut list.items);
+        for o in items {
+            match meta_namespace_key(&o)
+                .ok()
+                .and_then(|k| self.poisoned.get(&k))
+            {
+                Some(u) => list.skipped.push(u.error(&o, None)),
+                None => list.items.push(o),
+            }
+        }
+        list
+    }
+
+    /// The watch item of `ev`: an undecodable one when `poison` says so.
+    fn item(ev: &WatchEvent<T>, poison: Option<Undecodable>) -> Result<WatchEvent<T>, Error> {
+        match (poison, ev) {
+            (Some(u), WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o)) => {
+                Err(Error::decode(u.error(o, Some(ev.event_type()))))
+            }
+            _ => Ok(ev.clone()),
         }
     }
 
@@ -305,7 +368,8 @@ impl<T: FakeObject> Inner<T> {
                     "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
                 )));
             };
-            return Ok(self.page(snap.items, snap.rv, offset, limit.unwrap_or(usize::MAX)));
+            let page = self.page(snap.items, snap.rv, offset, limit.unwrap_or(usize::MAX));
+            return Ok(self.poison(page));
         }
         let rv = opts.resource_version.as_str();
         if !(rv.is_empty() || rv == "0") {
@@ -328,10 +392,11 @@ impl<T: FakeObject> Inner<T> {
             .collect();
         let list_rv = self.rv.to_string();
         let served_by_cache = rv == "0" && self.watch_cache;
-        match limit {
-            Some(limit) if !served_by_cache => Ok(self.page(items, list_rv, 0, limit)),
-            _ => Ok(ObjectList::new(items, list_rv)),
-        }
+        let list = match limit {
+            Some(limit) if !served_by_cache => self.page(items, list_rv, 0, limit),
+            _ => ObjectList::new(items, list_rv),
+        };
+        Ok(self.poison(list))
     }
 
     fn watch(&mut self, opts: &ListOptions) -> Result<WatchStream<T>, Error> {
@@ -372,12 +437,13 @@ impl<T: FakeObject> Inner<T> {
         }
         let rv = opts.resource_version.as_str();
         if initial_events || rv.is_empty() || rv == "0" {
-            for o in self
+            for (k, o) in self
                 .objects
-                .values()
-                .filter(|o| selector.matches_object(*o))
+                .iter()
+                .filter(|(_, o)| selector.matches_object(*o))
             {
-                let _ = tx.send(Ok(WatchEvent::Added(o.clone())));
+                let ev = WatchEvent::Added(o.clone());
+                let _ = tx.send(Self::item(&ev, self.poisoned.get(k).copied()));
             }
             if initial_events && opts.allow_watch_bookmarks {
                 let _ = tx.send(Ok(WatchEvent::Bookmark(Bookmark::initial_events_end(
@@ -390,9 +456,9 @@ impl<T: FakeObject> Inner<T> {
                 let _ = tx.send(Ok(WatchEvent::Error(Box::new(self.too_old(rv)))));
                 return Ok(Box::pin(stream));
             }
-            for (_, ev) in self.history.iter().filter(|(at, _)| *at > n) {
+            for (_, ev, poison) in self.history.iter().filter(|(at, _, _)| *at > n) {
                 if event_matches(ev, &selector) {
-                    let _ = tx.send(Ok(ev.clone()));
+                    let _ = tx.send(Self::item(ev, *poison));
                 }
             }
         }
@@ -411,7 +477,7 @@ impl<T: FakeObject> Inner<T> {
         ))
     }
 
-    fn broadcast(&mut self, ev: &WatchEvent<T>) {
+    fn broadcast(&mut self, ev: &WatchEvent<T>, poison: Option<Undecodable>) {
         self.watchers.retain(|w| {
             if !event_matches(ev, &w.selector) {
                 return !w.tx.is_closed();
@@ -419,12 +485,23 @@ impl<T: FakeObject> Inner<T> {
             if matches!(ev, WatchEvent::Bookmark(_)) && !w.bookmarks {
                 return !w.tx.is_closed();
             }
-            w.tx.send(Ok(ev.clone())).is_ok()
+            w.tx.send(Self::item(ev, poison)).is_ok()
         });
     }
 
-    fn write(&mut self, mut obj: T, deleted: bool) -> Option<WatchEvent<T>> {
+    fn write(
+        &mut self,
+        mut obj: T,
+        deleted: bool,
+        poison: Option<Undecodable>,
+    ) -> Option<WatchEvent<T>> {
         let key = meta_namespace_key(&obj).ok()?;
+        if deleted || poison.is_none() {
+            self.poisoned.remove(&key);
+        }
+        if let (false, Some(u)) = (deleted, poison) {
+            self.poisoned.insert(key.clone(), u);
+        }
         self.rv += 1;
         let rv = self.rv;
         obj.set_resource_version(&rv.to_string());
@@ -437,8 +514,8 @@ impl<T: FakeObject> Inner<T> {
         } else {
             WatchEvent::Added(obj)
         };
-        self.history.push((rv, ev.clone()));
-        self.broadcast(&ev);
+        self.history.push((rv, ev.clone(), poison));
+        self.broadcast(&ev, poison);
         Some(ev)
     }
 }
@@ -492,7 +569,11 @@ impl<T: FakeObject> FakeHandle<T> {
     }
 
     fn apply(&self, obj: T) -> T {
-        match self.inner().write(obj.clone(), false) {
+        self.apply_as(obj, None)
+    }
+
+    fn apply_as(&self, obj: T, poison: Option<Undecodable>) -> T {
+        match self.inner().write(obj.clone(), false, poison) {
             Some(WatchEvent::Added(o) | WatchEvent::Modified(o)) => o,
             _ => obj,
         }
@@ -501,14 +582,34 @@ impl<T: FakeObject> FakeHandle<T> {
     /// Deletes the object with `obj`'s key at a new resource version; open watches see
     /// `DELETED` with its last state. `false` when there was no such object.
     pub fn delete(&self, obj: &T) -> bool {
-        self.inner().write(obj.clone(), true).is_some()
+        self.inner().write(obj.clone(), true, None).is_some()
+    }
+
+    /// Like [`update`](Self::update) (or [`add`](Self::add)), but clients cannot decode the new
+    /// version: open watches get an `Err(Error::Decode)` (with the event's identity when `how`
+    /// is [`Undecodable::Readable`]), and lists put it in [`ObjectList::skipped`] until the
+    /// object is written again normally.
+    pub fn update_undecodable(&self, obj: T, how: Undecodable) -> T {
+        self.apply_as(obj, Some(how))
+    }
+
+    /// Like [`delete`](Self::delete), but clients cannot decode the `DELETED` event.
+    pub fn delete_undecodable(&self, obj: &T, how: Undecodable) -> bool {
+        self.inner().write(obj.clone(), true, Some(how)).is_some()
+    }
+
+    /// The keys of the objects whose current version clients cannot decode.
+    pub fn undecodable_keys(&self) -> Vec<ObjectKey> {
+        let mut keys: Vec<_> = self.inner().poisoned.keys().cloned().collect();
+        keys.sort();
+        keys
     }
 
     /// Sends a `BOOKMARK` at the current resource version to the watches that allow bookmarks.
     pub fn bookmark(&self) {
         let mut inner = self.inner();
         let ev = WatchEvent::Bookmark(Bookmark::new(inner.rv.to_string()));
-        inner.broadcast(&ev);
+        inner.broadcast(&ev, None);
     }
 
     /// Moves the resource version on without an object change (a write to another resource).
@@ -520,18 +621,21 @@ impl<T: FakeObject> FakeHandle<T> {
 
     /// Sends `event` as is to every open watch.
     pub fn send_event(&self, event: &WatchEvent<T>) {
-        self.inner().broadcast(event);
+        self.inner().broadcast(event, None);
     }
 
-    /// Sends an undecodable event ([`Error::Decode`]) to every open watch.
+    /// Sends an undecodable event ([`Error::Decode`]) of which nothing can be read to every
+    /// open watch (the server's state does not change).
     pub fn send_decode_error(&self) {
-        self.inner().watchers.retain(|w| {
-            w.tx.send(Err(Error::decode(
-                "watch event",
-                "expected value at line 1 column 1",
-            )))
-            .is_ok()
-        });
+        self.send_decode_error_of(&DecodeError::new("watch event", "expected value"));
+    }
+
+    /// Sends `Err(Error::Decode(error))` to every open watch (the server's state does not
+    /// change).
+    pub fn send_decode_error_of(&self, error: &DecodeError) {
+        self.inner()
+            .watchers
+            .retain(|w| w.tx.send(Err(Error::decode(error.clone()))).is_ok());
     }
 
     /// Sends an `ERROR` event with `status` to every open watch, then closes them.
@@ -559,7 +663,7 @@ impl<T: FakeObject> FakeHandle<T> {
         let mut inner = self.inner();
         inner.compacted = inner.rv;
         let floor = inner.compacted;
-        inner.history.retain(|(rv, _)| *rv > floor);
+        inner.history.retain(|(rv, _, _)| *rv > floor);
     }
 
     /// Closes every open watch cleanly (as a server timeout does).

@@ -32,7 +32,8 @@ pub use self::fake_api_server::{
     ApiResource, ClientCertificate, FakeApiError, FakeApiServer, FakeApiServerBuilder,
 };
 pub use self::fake_lister_watcher::{
-    FakeHandle, FakeListerWatcher, FakeObject, FakeRequest, WatchListSupport, wait_until,
+    FakeHandle, FakeListerWatcher, FakeObject, FakeRequest, Undecodable, WatchListSupport,
+    wait_until,
 };
 pub use self::fake_proxy::{FakeProxy, FakeProxyBuilder, ProxyProtocol};
 pub use self::queue_invariants::{

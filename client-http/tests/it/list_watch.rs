@@ -230,19 +230,24 @@ async fn corrupt_line_is_a_decode_error_and_the_watch_goes_on() {
 #[tokio::test]
 async fn unknown_event_type_is_a_decode_error() {
     let seen = watch_with_fault(FaultKind::UnknownTypeAfter(1), None).await;
+    // The server's text is not quoted back (it may be secret data).
     assert!(
-        seen[1].contains("got invalid watch event type: BOGUS"),
+        seen[1].contains("got an invalid watch event type") && !seen[1].contains("BOGUS"),
         "{seen:?}"
     );
     assert_eq!(seen[2], "Added p1");
 }
 
 #[tokio::test]
-async fn truncated_stream_ends_with_a_decode_error() {
+async fn truncated_stream_ends_with_a_transport_error() {
+    // A stream cut inside an event is a broken connection: the reflector watches again from
+    // the last resource version and gets the event again.
     let seen = watch_with_fault(FaultKind::TruncateAfter(1), None).await;
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert!(
-        seen[1].starts_with("Err could not decode the last watch event: the stream ended after"),
+        seen[1].starts_with(
+            "Err transport error: the watch stream ended in the middle of an event, after"
+        ),
         "{seen:?}"
     );
 }

@@ -8,10 +8,17 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
 
-/// The warnings (and errors) logged while the guard of [`Warnings::capture`] lives, each as its
-/// message followed by ` field=value` pairs.
+/// The warnings (and errors) logged while the guard of [`Warnings::capture`] lives, each as the
+/// spans it was logged in (`reflector{resource="pods"}: `), its message and ` field=value`
+/// pairs.
 #[derive(Clone, Default)]
-pub(crate) struct Warnings(Arc<Mutex<Vec<String>>>);
+pub(crate) struct Warnings(Arc<Mutex<Vec<String>>>, Arc<Mutex<Spans>>);
+
+#[derive(Default)]
+struct Spans {
+    names: Vec<String>,
+    entered: Vec<usize>,
+}
 
 impl Warnings {
     /// Starts capturing on this thread; stops when the guard is dropped.
@@ -50,8 +57,13 @@ impl Subscriber for Warnings {
         *metadata.level() <= Level::WARN
     }
 
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
+    fn new_span(&self, attrs: &Attributes<'_>) -> Id {
+        let mut fields = Line(String::new());
+        attrs.record(&mut fields);
+        let mut spans = self.1.lock().unwrap();
+        let text = format!("{}{{{}}}", attrs.metadata().name(), fields.0.trim_start());
+        spans.names.push(text);
+        Id::from_u64(spans.names.len() as u64)
     }
 
     fn record(&self, _: &Id, _: &Record<'_>) {}
@@ -60,11 +72,22 @@ impl Subscriber for Warnings {
 
     fn event(&self, event: &Event<'_>) {
         let mut line = Line(String::new());
+        {
+            let spans = self.1.lock().unwrap();
+            for &i in &spans.entered {
+                let _ = write!(line.0, "{}: ", spans.names[i - 1]);
+            }
+        }
         event.record(&mut line);
         self.0.lock().unwrap().push(line.0);
     }
 
-    fn enter(&self, _: &Id) {}
+    fn enter(&self, id: &Id) {
+        let i = usize::try_from(id.into_u64()).unwrap();
+        self.1.lock().unwrap().entered.push(i);
+    }
 
-    fn exit(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {
+        self.1.lock().unwrap().entered.pop();
+    }
 }

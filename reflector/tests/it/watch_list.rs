@@ -74,10 +74,30 @@ async fn a_streaming_list_without_its_bookmark_warns_every_ten_seconds() {
     })
     .await;
     let waiting = warnings.matching("still waiting for the bookmark");
-    // At 10, 20, 30 and 40 s; the idle timeout ends the stream at 45 s and the list follows.
-    assert_eq!(waiting.len(), 4, "{waiting:?}");
-    assert!(waiting[0].contains("reflector=test"), "{waiting:?}");
-    env.assert_requests(&[watch_list(""), first_list(), watch("2")]);
+    // At 10, 20, 30 and 40 s of each of the three attempts; the idle timeout ends each at 45 s,
+    // then the reflector falls back to a paginated list.
+    assert_eq!(waiting.len(), 12, "{waiting:?}");
+    assert!(
+        waiting[0].starts_with("reflector{resource=test}: "),
+        "{waiting:?}"
+    );
+    let failed = warnings.matching("streaming list failed");
+    assert_eq!(failed.len(), 3, "{failed:?}");
+    assert!(
+        failed[0].contains("error=watch delivered nothing for 45s"),
+        "{failed:?}"
+    );
+    assert!(
+        failed[2].contains("falling back to a paginated list"),
+        "{failed:?}"
+    );
+    env.assert_requests(&[
+        watch_list(""),
+        watch_list(""),
+        watch_list(""),
+        first_list(),
+        watch("2"),
+    ]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -87,12 +107,20 @@ async fn streaming_list_ignored_by_an_old_server_falls_back_after_the_idle_timeo
     let builder = env.builder().idle_timeout(Some(Duration::from_secs(60)));
     env.run(builder, async {
         env.handle.wait_for_lists(1).await;
-        env.handle.wait_for_watches(2).await;
+        env.handle.wait_for_watches(4).await;
         env.wait_synced().await;
     })
     .await;
-    env.assert_requests(&[watch_list(""), first_list(), watch("2")]);
+    // Three stalled attempts (the idle timeout ends each), then a paginated list.
+    env.assert_requests(&[
+        watch_list(""),
+        watch_list(""),
+        watch_list(""),
+        first_list(),
+        watch("2"),
+    ]);
     env.assert_store_matches();
+    assert_eq!(env.errors().len(), 2, "{:?}", env.errors());
 }
 
 #[tokio::test(start_paused = true)]
