@@ -114,7 +114,9 @@ pub use self::config::{
 pub use self::decode::{DecodeErrorHook, decode_list};
 pub use self::error::{BoxError, Error, Result};
 pub use self::impersonate::Impersonate;
-pub use self::lister_watcher::{HttpListerWatcher, HttpListerWatcherBuilder};
+pub use self::lister_watcher::{
+    DEFAULT_MAX_LIST_BYTES, HttpListerWatcher, HttpListerWatcherBuilder,
+};
 pub use self::managed_fields::SkipManagedFields;
 pub use self::proxy::{Proxy, ProxyProtocol, ProxyUrl};
 pub use self::secret::Secret;

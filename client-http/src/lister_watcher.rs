@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 
 use crate::decode::{DecodeErrorHook, DecodeOptions, decode_list_with};
 use crate::request::{collection_url, get};
-use crate::response::collect;
+use crate::response::collect_bounded;
 use crate::watch_decoder::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
 use crate::{ApiResource, Client};
 
@@ -45,9 +45,16 @@ pub struct HttpListerWatcher<T> {
     resource: ApiResource,
     namespace: Option<String>,
     max_event_size: usize,
+    max_list_bytes: usize,
     decode: DecodeOptions,
     _t: PhantomData<fn() -> T>,
 }
+
+/// The default limit on the size of one list response: 1 GiB (a page of 500 large objects is a
+/// few MB; an unpaginated list of 100,000 pods about 1 GB). Past it the list fails with
+/// [`Error::Limit`] and is retried after the reflector's backoff; give the reflector a page
+/// size for very large collections.
+pub const DEFAULT_MAX_LIST_BYTES: usize = 1 << 30;
 
 impl<T> Clone for HttpListerWatcher<T> {
     fn clone(&self) -> Self {
@@ -56,6 +63,7 @@ impl<T> Clone for HttpListerWatcher<T> {
             resource: self.resource.clone(),
             namespace: self.namespace.clone(),
             max_event_size: self.max_event_size,
+            max_list_bytes: self.max_list_bytes,
             decode: self.decode.clone(),
             _t: PhantomData,
         }
@@ -68,6 +76,7 @@ impl<T> fmt::Debug for HttpListerWatcher<T> {
             .field("resource", &self.resource)
             .field("namespace", &self.namespace)
             .field("max_event_size", &self.max_event_size)
+            .field("max_list_bytes", &self.max_list_bytes)
             .field("decode", &self.decode)
             .field("client", &self.client)
             .finish()
@@ -131,6 +140,13 @@ impl<T> HttpListerWatcherBuilder<T> {
         self
     }
 
+    /// The largest list response accepted, in bytes (default [`DEFAULT_MAX_LIST_BYTES`]): the
+    /// body is never buffered past it, and a larger one fails the list with [`Error::Limit`].
+    pub fn max_list_bytes(mut self, bytes: usize) -> Self {
+        self.inner.max_list_bytes = bytes.max(1);
+        self
+    }
+
     /// Called with every object skipped because it could not be decoded: list items and watch
     /// events. (They are also logged; a skipped watch event also reaches the reflector.)
     pub fn on_decode_error(mut self, hook: impl Fn(&Error) + Send + Sync + 'static) -> Self {
@@ -155,6 +171,7 @@ impl<T> HttpListerWatcher<T> {
                 resource,
                 namespace: None,
                 max_event_size: DEFAULT_MAX_EVENT_SIZE,
+                max_list_bytes: DEFAULT_MAX_LIST_BYTES,
                 decode: DecodeOptions::default(),
                 _t: PhantomData,
             },
@@ -213,9 +230,12 @@ where
             get(&self.url(opts, false), self.client.user_agent()).map_err(Error::transport)?;
         let work = async {
             let response = self.client.send(request).await?;
-            let body = collect(response.into_body(), None)
-                .await
-                .map_err(Error::Transport)?;
+            let body = collect_bounded(
+                response.into_body(),
+                self.max_list_bytes,
+                "the list response",
+            )
+            .await?;
             decode_list_with(&body, &self.decode)
         };
         tokio::time::timeout(self.client.list_timeout(), work)
