@@ -38,6 +38,9 @@ pub enum WatchListSupport {
     Refuse,
     /// Ignores `sendInitialEvents` and serves a plain watch, as a server too old to know it does.
     Ignore,
+    /// Streams the state as `ADDED` events, then ends the stream without the
+    /// `k8s.io/initial-events-end` bookmark (a broken server or proxy).
+    NoBookmark,
 }
 
 /// One request the fake received.
@@ -433,6 +436,17 @@ impl<T: FakeObject> Inner<T> {
                     ));
                 }
                 WatchListSupport::Ignore => initial_events = false,
+                WatchListSupport::NoBookmark => {
+                    for (k, o) in self
+                        .objects
+                        .iter()
+                        .filter(|(_, o)| selector.matches_object(*o))
+                    {
+                        let ev = WatchEvent::Added(o.clone());
+                        let _ = tx.send(Self::item(&ev, self.poisoned.get(k).copied()));
+                    }
+                    return Ok(Box::pin(stream));
+                }
             }
         }
         let rv = opts.resource_version.as_str();

@@ -6,6 +6,7 @@
 )]
 
 mod faults;
+mod hardening;
 mod list;
 mod logs;
 mod send_sync;
