@@ -40,7 +40,10 @@ impl ExecApiVersion {
 ///
 /// It is run without a terminal (`spec.interactive: false`, stdin closed), with
 /// `KUBERNETES_EXEC_INFO` set and [`env`](Self::env) added to the inherited environment.
-#[derive(Debug, Clone)]
+///
+/// `Debug` shows how many [`args`](Self::args) there are, not what they are (they may carry a
+/// credential); [`env`](Self::env) values are [`Secret`]s.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ExecConfig {
     /// The `ExecCredential` version.
@@ -57,6 +60,29 @@ pub struct ExecConfig {
     pub timeout: Duration,
     /// `spec.cluster` of `KUBERNETES_EXEC_INFO` when `provideClusterInfo` is set.
     pub(crate) cluster_info: Option<serde_json::Value>,
+}
+
+/// `Debug` of a list of arguments: only how many.
+pub(super) struct RedactedArgs(pub(super) usize);
+
+impl std::fmt::Debug for RedactedArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{} redacted]", self.0)
+    }
+}
+
+impl std::fmt::Debug for ExecConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecConfig")
+            .field("api_version", &self.api_version)
+            .field("command", &self.command)
+            .field("args", &RedactedArgs(self.args.len()))
+            .field("env", &self.env)
+            .field("install_hint", &self.install_hint)
+            .field("timeout", &self.timeout)
+            .field("cluster_info", &self.cluster_info.is_some())
+            .finish()
+    }
 }
 
 impl ExecConfig {
