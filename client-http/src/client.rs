@@ -57,7 +57,8 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// [`Error::Tls`] or [`Error::Invalid`] when the TLS settings or credentials are unusable.
+    /// [`Error::Tls`] or [`Error::Invalid`] when the TLS settings or credentials are unusable,
+    /// among them a client key that does not match the client certificate.
     pub fn new(config: Config) -> Result<Self, Error> {
         let slot = Arc::new(CertSlot::default());
         let tls = crate::tls::client_config(&config, slot.clone())?;

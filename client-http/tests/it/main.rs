@@ -1,10 +1,11 @@
 //! Integration tests of kcache-client-http: the lister-watcher against the fake API server over
 //! HTTP and HTTPS (client certificates included), kubeconfig and in-cluster loading on fixture
-//! files, credentials (URL user-info, redaction), proxies
+//! files, credentials (client key checks, URL user-info, redaction), proxies
 //! and impersonation, and an informer built from `Config::infer()`.
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
 mod auth;
+mod client_key;
 mod exact_capacity;
 mod impersonate;
 mod in_cluster;
