@@ -10,10 +10,11 @@ use http::header::AUTHORIZATION;
 use http::{Request, Response, StatusCode};
 
 use crate::auth::Authenticator;
+use crate::config::userinfo;
 use crate::response::error_status;
 use crate::tls::CertSlot;
 use crate::transport::{HyperTransport, ResponseBody, Transport};
-use crate::{Config, Error};
+use crate::{Auth, Config, Error};
 
 /// An API server client: the server's URL, the credentials, and a [`Transport`].
 ///
@@ -52,9 +53,12 @@ impl Client {
     /// A client over the default [`HyperTransport`] (hyper + rustls, HTTP/2 with keep-alive
     /// pings, one pool). Needs a tokio runtime when it sends.
     ///
+    /// User-info in the config's URL is never sent as such: see [`Config::cluster_url`].
+    ///
     /// # Errors
     ///
-    /// [`Error::Tls`] or [`Error::Invalid`] when the TLS settings or credentials are unusable.
+    /// [`Error::Tls`] or [`Error::Invalid`] when the TLS settings or credentials are unusable,
+    /// among them a client key that does not match the client certificate.
     pub fn new(config: Config) -> Result<Self, Error> {
         let slot = Arc::new(CertSlot::default());
         let tls = crate::tls::client_config(&config, slot.clone())?;
@@ -75,10 +79,22 @@ impl Client {
     }
 
     fn build(
-        config: Config,
+        mut config: Config,
         transport: Arc<dyn Transport>,
         slot: Arc<CertSlot>,
     ) -> Result<Self, Error> {
+        // User-info put into `cluster_url` by hand (`Config::new` already took it out): never
+        // sent, shown or logged; basic authentication unless the config has a credential.
+        let (url, credentials) = userinfo::split(config.cluster_url);
+        config.cluster_url = url;
+        if let Some(c) = credentials
+            && matches!(config.auth, Auth::None)
+        {
+            config.auth = Auth::Basic {
+                username: c.username,
+                password: c.password,
+            };
+        }
         let auth = Authenticator::new(&config, slot)?;
         let impersonation = match &config.impersonate {
             Some(impersonate) => impersonate.headers()?,

@@ -104,6 +104,24 @@ pub enum Error {
         /// Its exit status and the first lines of its stderr.
         summary: String,
     },
+    /// The exec plugin did not finish within its [`timeout`](crate::ExecConfig::timeout); it
+    /// was killed, with the processes it started.
+    #[error("exec plugin `{command}` did not finish within {timeout:?}")]
+    ExecTimeout {
+        /// The command.
+        command: String,
+        /// The timeout.
+        timeout: std::time::Duration,
+    },
+    /// The exec plugin printed more than [`max_stdout`](crate::ExecConfig::max_stdout) bytes
+    /// on stdout; it was killed, with the processes it started.
+    #[error("exec plugin `{command}` printed more than {limit} bytes on stdout (the limit)")]
+    ExecOutputTooLarge {
+        /// The command.
+        command: String,
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// The exec plugin printed something that is not a valid `ExecCredential`.
     #[error("exec plugin `{command}` printed an invalid ExecCredential: {reason}")]
     ExecCredential {

@@ -7,7 +7,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::sign::CertifiedKey;
-use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{DigitallySignedStruct, InconsistentKeys, RootCertStore, SignatureScheme};
 
 use crate::{Config, Error, Identity};
 
@@ -54,16 +54,31 @@ pub(crate) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// A rustls key for `identity`.
+/// A rustls key for `identity`, checked: a key that is not the certificate's is an error now,
+/// not a failed handshake (`DecryptError`) on every connection later.
 pub(crate) fn certified_key(identity: &Identity) -> Result<Arc<CertifiedKey>, Error> {
+    let tls_err = |what: &str| {
+        let what = what.to_owned();
+        move |e: rustls::Error| Error::Tls {
+            what,
+            source: Box::new(e),
+        }
+    };
     let key = provider()
         .key_provider
         .load_private_key(identity.key.expose().clone_key())
-        .map_err(|e| Error::Tls {
-            what: "unusable client key".to_owned(),
-            source: Box::new(e),
-        })?;
-    Ok(Arc::new(CertifiedKey::new(identity.chain.clone(), key)))
+        .map_err(tls_err("unusable client key"))?;
+    let certified = CertifiedKey::new(identity.chain.clone(), key);
+    match certified.keys_match() {
+        // ring's keys all know their public key; a provider's key that does not is not
+        // refused for it.
+        Ok(()) | Err(rustls::Error::InconsistentKeys(InconsistentKeys::Unknown)) => {}
+        Err(e @ rustls::Error::InconsistentKeys(_)) => {
+            return Err(tls_err("client key does not match client certificate")(e));
+        }
+        Err(e) => return Err(tls_err("unusable client certificate")(e)),
+    }
+    Ok(Arc::new(certified))
 }
 
 /// The rustls configuration for `config`; the client certificate comes from `slot`, which is

@@ -1,9 +1,16 @@
 //! Exec credential plugins (`client.authentication.k8s.io/v1` and `v1beta1` `ExecCredential`).
+//!
+//! A run is bounded: by [`ExecConfig::timeout`] (start to exit, output included) and by
+//! [`ExecConfig::max_stdout`]. A plugin that overruns either is killed, together with every
+//! process it started: on Unix it runs in a process group of its own, and the whole group gets
+//! `SIGKILL`. The same happens when the run is abandoned (the request waiting for it is
+//! dropped).
 
 use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncReadExt as _};
 
 use crate::{Error, Identity, Result, Secret};
 
@@ -39,8 +46,25 @@ impl ExecApiVersion {
 /// A credential plugin: the command to run and what to tell it.
 ///
 /// It is run without a terminal (`spec.interactive: false`, stdin closed), with
-/// `KUBERNETES_EXEC_INFO` set and [`env`](Self::env) added to the inherited environment.
-#[derive(Debug, Clone)]
+/// `KUBERNETES_EXEC_INFO` set and [`env`](Self::env) added to the inherited environment, and
+/// bounded in time and output (see [`timeout`](Self::timeout), [`max_stdout`](Self::max_stdout),
+/// [`max_stderr`](Self::max_stderr)).
+///
+/// `Debug` shows how many [`args`](Self::args) there are, not what they are (they may carry a
+/// credential); [`env`](Self::env) values are [`Secret`]s.
+///
+/// ```
+/// use std::time::Duration;
+/// use kcache_client_http::{Auth, Config, ExecApiVersion, ExecConfig};
+///
+/// let mut exec = ExecConfig::new(ExecApiVersion::V1, "/usr/local/bin/my-plugin");
+/// exec.timeout = Duration::from_secs(20);
+/// exec.max_stdout = 256 * 1024;
+/// let config = Config::new("https://10.0.0.1:6443".parse()?).with_auth(Auth::Exec(Box::new(exec)));
+/// # drop(config);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ExecConfig {
     /// The `ExecCredential` version.
@@ -53,14 +77,56 @@ pub struct ExecConfig {
     pub env: Vec<(String, Secret)>,
     /// Shown when the command cannot be started.
     pub install_hint: Option<String>,
-    /// How long one run may take (default 60 s).
+    /// How long one run may take, from its start until it has exited and its output has been
+    /// read (default 60 s). A plugin still running then is killed with its children, and the
+    /// run fails with [`Error::ExecTimeout`].
     pub timeout: Duration,
+    /// The most a run may print on stdout, in bytes (default
+    /// [`DEFAULT_MAX_STDOUT`](Self::DEFAULT_MAX_STDOUT), 1 MiB; an `ExecCredential` is a few
+    /// KiB). A plugin printing more is killed with its children, and the run fails with
+    /// [`Error::ExecOutputTooLarge`].
+    pub max_stdout: usize,
+    /// How much of a run's stderr is kept, in bytes (default
+    /// [`DEFAULT_MAX_STDERR`](Self::DEFAULT_MAX_STDERR), 64 KiB): its first lines go into the
+    /// error of a failed run. More is read and thrown away, not an error (plugins may log).
+    pub max_stderr: usize,
     /// `spec.cluster` of `KUBERNETES_EXEC_INFO` when `provideClusterInfo` is set.
     pub(crate) cluster_info: Option<serde_json::Value>,
 }
 
+/// `Debug` of a list of arguments: only how many.
+pub(super) struct RedactedArgs(pub(super) usize);
+
+impl std::fmt::Debug for RedactedArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{} redacted]", self.0)
+    }
+}
+
+impl std::fmt::Debug for ExecConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecConfig")
+            .field("api_version", &self.api_version)
+            .field("command", &self.command)
+            .field("args", &RedactedArgs(self.args.len()))
+            .field("env", &self.env)
+            .field("install_hint", &self.install_hint)
+            .field("timeout", &self.timeout)
+            .field("max_stdout", &self.max_stdout)
+            .field("max_stderr", &self.max_stderr)
+            .field("cluster_info", &self.cluster_info.is_some())
+            .finish()
+    }
+}
+
 impl ExecConfig {
-    /// A plugin `command` speaking `api_version`, with no arguments.
+    /// The default of [`max_stdout`](Self::max_stdout): 1 MiB.
+    pub const DEFAULT_MAX_STDOUT: usize = 1024 * 1024;
+    /// The default of [`max_stderr`](Self::max_stderr): 64 KiB.
+    pub const DEFAULT_MAX_STDERR: usize = 64 * 1024;
+
+    /// A plugin `command` speaking `api_version`, with no arguments, the default timeout
+    /// (60 s) and output limits.
     pub fn new(api_version: ExecApiVersion, command: impl Into<String>) -> Self {
         Self {
             api_version,
@@ -69,6 +135,8 @@ impl ExecConfig {
             env: Vec::new(),
             install_hint: None,
             timeout: Duration::from_secs(60),
+            max_stdout: Self::DEFAULT_MAX_STDOUT,
+            max_stderr: Self::DEFAULT_MAX_STDERR,
             cluster_info: None,
         }
     }
@@ -155,26 +223,154 @@ pub(crate) async fn run(config: &ExecConfig) -> Result<ExecOutput> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let output = match tokio::time::timeout(config.timeout, command.output()).await {
-        Err(_) => return Err(failed(format!("no answer within {:?}", config.timeout))),
-        Ok(Err(e)) => {
-            let hint = config
-                .install_hint
-                .as_deref()
-                .map(|h| format!("; {}", h.trim()))
-                .unwrap_or_default();
-            return Err(failed(format!("could not start it: {e}{hint}")));
-        }
-        Ok(Ok(output)) => output,
+    #[cfg(unix)]
+    command.process_group(0);
+    let mut child = command.spawn().map_err(|e| {
+        let hint = config
+            .install_hint
+            .as_deref()
+            .map(|h| format!("; {}", h.trim()))
+            .unwrap_or_default();
+        failed(format!("could not start it: {e}{hint}"))
+    })?;
+    // Declared after `child`, so dropped before it: the group is killed while the plugin is
+    // not yet reaped, so its id cannot name another group.
+    let mut group = ProcessGroup::of(&child);
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return Err(failed("its output could not be captured".to_owned()));
     };
-    if !output.status.success() {
-        return Err(failed(format!(
-            "{}; {}",
-            output.status,
-            summarize_stderr(&output.stderr)
-        )));
+    let work = async {
+        let (stdout, stderr, status) = tokio::try_join!(
+            read_stdout(stdout, config.max_stdout),
+            read_stderr(stderr, config.max_stderr),
+            async { child.wait().await.map_err(Overrun::Io) },
+        )?;
+        Ok::<_, Overrun>((stdout, stderr, status))
+    };
+    let outcome = tokio::time::timeout(config.timeout, work).await;
+    let (stdout, stderr, status) = match outcome {
+        Ok(Ok(done)) => {
+            // Exited and reaped: the group is no longer the plugin's to kill.
+            group.disarm();
+            done
+        }
+        Ok(Err(overrun)) => {
+            group.kill();
+            reap(&mut child).await;
+            return Err(match overrun {
+                Overrun::Stdout => Error::ExecOutputTooLarge {
+                    command: config.command.clone(),
+                    limit: config.max_stdout,
+                },
+                Overrun::Io(e) => failed(format!("could not read its output: {e}")),
+            });
+        }
+        Err(_) => {
+            group.kill();
+            reap(&mut child).await;
+            return Err(Error::ExecTimeout {
+                command: config.command.clone(),
+                timeout: config.timeout,
+            });
+        }
+    };
+    if !status.success() {
+        return Err(failed(format!("{status}; {}", summarize_stderr(&stderr))));
     }
-    parse_credential(config, &output.stdout)
+    parse_credential(config, &stdout)
+}
+
+/// Why a run was cut short before the plugin exited.
+enum Overrun {
+    /// Stdout went past the limit.
+    Stdout,
+    /// Reading its output or waiting for it failed.
+    Io(std::io::Error),
+}
+
+/// All of stdout, or [`Overrun::Stdout`] as soon as it is longer than `limit`.
+async fn read_stdout(stdout: impl AsyncRead + Unpin, limit: usize) -> Result<Vec<u8>, Overrun> {
+    let mut out = Vec::new();
+    let max = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    stdout
+        .take(max)
+        .read_to_end(&mut out)
+        .await
+        .map_err(Overrun::Io)?;
+    if out.len() > limit {
+        return Err(Overrun::Stdout);
+    }
+    Ok(out)
+}
+
+/// The first `limit` bytes of stderr; the rest is read (so the plugin never blocks on a full
+/// pipe) and dropped.
+async fn read_stderr(mut stderr: impl AsyncRead + Unpin, limit: usize) -> Result<Vec<u8>, Overrun> {
+    let mut out = Vec::new();
+    let max = u64::try_from(limit).unwrap_or(u64::MAX);
+    (&mut stderr)
+        .take(max)
+        .read_to_end(&mut out)
+        .await
+        .map_err(Overrun::Io)?;
+    tokio::io::copy(&mut stderr, &mut tokio::io::sink())
+        .await
+        .map_err(Overrun::Io)?;
+    Ok(out)
+}
+
+/// Waits a little for a killed plugin to exit, so it is reaped now rather than by the
+/// runtime's orphan queue later (`SIGKILL` cannot be ignored; the bound is for a process stuck
+/// in the kernel).
+async fn reap(child: &mut tokio::process::Child) {
+    let _ = child.start_kill();
+    let _ = tokio::time::timeout(Duration::from_secs(1), child.wait()).await;
+}
+
+/// The process group of a running plugin (its own: it is the group leader), killed with
+/// `SIGKILL` when dropped unless [`disarm`](Self::disarm)ed.
+struct ProcessGroup {
+    #[cfg(unix)]
+    leader: Option<rustix::process::Pid>,
+}
+
+impl ProcessGroup {
+    fn of(child: &tokio::process::Child) -> Self {
+        #[cfg(not(unix))]
+        let _ = child;
+        Self {
+            // Never the init process: kill(-1) would signal every process.
+            #[cfg(unix)]
+            leader: child
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .filter(|&id| id > 1)
+                .and_then(rustix::process::Pid::from_raw),
+        }
+    }
+
+    /// The plugin has exited and been reaped: leave whatever it left running alone.
+    fn disarm(&mut self) {
+        #[cfg(unix)]
+        {
+            self.leader = None;
+        }
+    }
+
+    /// `SIGKILL` to every process of the group (once).
+    fn kill(&mut self) {
+        #[cfg(unix)]
+        if let Some(leader) = self.leader.take() {
+            // Fails only when the group is already gone.
+            let _ = rustix::process::kill_process_group(leader, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
 }
 
 fn parse_credential(config: &ExecConfig, stdout: &[u8]) -> Result<ExecOutput> {

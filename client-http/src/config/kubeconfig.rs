@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde::{Deserialize, Deserializer};
 
-use super::{Auth, Config, ExecApiVersion, ExecConfig, Identity, pem};
+use super::{Auth, Config, ExecApiVersion, ExecConfig, Identity, pem, userinfo};
 use crate::{Error, Impersonate, Proxy, ProxyUrl, Result, Secret};
 
 /// Which kubeconfig files to read and which context to use (kubectl's `--kubeconfig`,
@@ -80,10 +80,13 @@ pub struct NamedCluster {
 }
 
 /// A cluster: the server and how to trust it.
-#[derive(Debug, Clone, Default, Deserialize)]
+///
+/// `Debug` redacts user-info in `server` and `proxy-url` (`http://<redacted>@proxy:3128`).
+#[derive(Clone, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Cluster {
-    /// `server`: the URL.
+    /// `server`: the URL. User-info in it (`https://user:password@host`) is basic
+    /// authentication for a user that has no credential of its own (see [`Config::new`]).
     #[serde(default)]
     pub server: Option<String>,
     /// `certificate-authority`: a PEM file.
@@ -105,6 +108,26 @@ pub struct Cluster {
     /// `disable-compression` (compression is never requested, so it changes nothing).
     #[serde(default)]
     pub disable_compression: Option<bool>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn redacted(url: Option<&String>) -> Option<std::borrow::Cow<'_, str>> {
+            url.map(|u| userinfo::redact(u))
+        }
+        f.debug_struct("Cluster")
+            .field("server", &redacted(self.server.as_ref()))
+            .field("certificate_authority", &self.certificate_authority)
+            .field(
+                "certificate_authority_data",
+                &self.certificate_authority_data,
+            )
+            .field("tls_server_name", &self.tls_server_name)
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            .field("proxy_url", &redacted(self.proxy_url.as_ref()))
+            .field("disable_compression", &self.disable_compression)
+            .finish()
+    }
 }
 
 /// An entry of `users`.
@@ -167,7 +190,10 @@ pub struct AuthInfo {
 }
 
 /// `exec` of a user: a credential plugin command.
-#[derive(Debug, Clone, Default, Deserialize)]
+///
+/// `Debug` shows how many `args` there are, not what they are (they may carry a credential,
+/// as client-go assumes too); `env` values are [`Secret`]s.
+#[derive(Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExecSpec {
     /// `apiVersion` of the `ExecCredential` exchanged.
@@ -191,6 +217,20 @@ pub struct ExecSpec {
     /// `installHint`: shown when the command cannot be started.
     #[serde(default)]
     pub install_hint: Option<String>,
+}
+
+impl std::fmt::Debug for ExecSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecSpec")
+            .field("api_version", &self.api_version)
+            .field("command", &self.command)
+            .field("args", &super::exec::RedactedArgs(self.args.len()))
+            .field("env", &self.env)
+            .field("interactive_mode", &self.interactive_mode)
+            .field("provide_cluster_info", &self.provide_cluster_info)
+            .field("install_hint", &self.install_hint)
+            .finish()
+    }
 }
 
 /// One `env` entry of an [`ExecSpec`]. The value is a [`Secret`]: plugins often get keys this way.
@@ -442,7 +482,12 @@ impl Kubeconfig {
             .unwrap_or_else(|| "default".to_owned());
         let user_label = user_name.unwrap_or_default();
         config.identity = identity(&user_label, &user)?;
-        config.auth = auth(&user_label, &user, &cluster)?;
+        // Basic authentication from the server URL's user-info (made by `Config::new`) stays
+        // only when the user has no credential of its own.
+        match auth(&user_label, &user, &cluster)? {
+            Auth::None => {}
+            auth => config.auth = auth,
+        }
         config.impersonate = impersonation(&user_label, &user)?;
         Ok(config)
     }
@@ -643,7 +688,8 @@ fn exec_config(name: &str, spec: &ExecSpec, cluster: &Cluster) -> Result<ExecCon
         .collect();
     config.install_hint.clone_from(&spec.install_hint);
     if spec.provide_cluster_info.unwrap_or(false) {
-        let mut info = serde_json::json!({"server": cluster.server.clone().unwrap_or_default()});
+        let server = cluster.server.as_deref().map(userinfo::strip);
+        let mut info = serde_json::json!({"server": server.unwrap_or_default()});
         if let Some(n) = &cluster.tls_server_name {
             info["tls-server-name"] = n.clone().into();
         }

@@ -5,6 +5,7 @@ mod exec;
 mod in_cluster;
 mod kubeconfig;
 mod pem;
+pub(crate) mod userinfo;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,7 +23,10 @@ use crate::request::DEFAULT_USER_AGENT;
 use crate::{Error, Impersonate, Proxy, Result, Secret};
 
 /// How requests authenticate, besides a client certificate.
-#[derive(Debug, Clone, Default)]
+///
+/// `Debug` shows no credential, nor the user name of [`Basic`](Self::Basic) (it may come from
+/// a server URL's user-info, where tokens are sometimes put).
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub enum Auth {
     /// No `Authorization` header.
@@ -50,6 +54,26 @@ pub enum Auth {
     /// A credential plugin (kubeconfig `exec`): run on first use, cached until the credential's
     /// `expirationTimestamp`, run again on expiry and after a 401 (once per credential).
     Exec(Box<ExecConfig>),
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::None => f.write_str("None"),
+            Self::Bearer(token) => f.debug_tuple("Bearer").field(token).finish(),
+            Self::TokenFile { path, fallback } => f
+                .debug_struct("TokenFile")
+                .field("path", path)
+                .field("fallback", fallback)
+                .finish(),
+            Self::Basic { password, .. } => f
+                .debug_struct("Basic")
+                .field("username", &format_args!("<redacted>"))
+                .field("password", password)
+                .finish(),
+            Self::Exec(exec) => f.debug_tuple("Exec").field(exec).finish(),
+        }
+    }
 }
 
 /// A client certificate and its private key (mutual TLS).
@@ -94,12 +118,18 @@ impl std::fmt::Debug for Identity {
 /// [`Config::from_kubeconfig`], [`Config::in_cluster`] or [`Config::new`], then make a
 /// [`Client`](crate::Client) from it.
 ///
-/// `Debug` shows no credential: tokens, passwords and keys are [`Secret`]s.
-#[derive(Debug, Clone)]
+/// `Debug` shows no credential: tokens, passwords and keys are [`Secret`]s, and user-info
+/// in [`cluster_url`](Self::cluster_url) is redacted.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Config {
     /// The server's base URL (`https://host:port`, possibly with a path prefix). `http://` is
     /// allowed (tests, local proxies).
+    ///
+    /// It has no user-info when the config comes from [`Config::new`] or a kubeconfig: that
+    /// became [`Auth::Basic`]. User-info set here by hand is treated the same way when a
+    /// [`Client`](crate::Client) is built: removed from the URL, and used as basic
+    /// authentication if [`auth`](Self::auth) is [`Auth::None`].
     pub cluster_url: http::Uri,
     /// The namespace of the context (or the pod), `default` when none is set.
     pub default_namespace: String,
@@ -133,9 +163,63 @@ pub struct Config {
     pub impersonate: Option<Impersonate>,
 }
 
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field(
+                "cluster_url",
+                &format_args!("{}", userinfo::redacted_uri(&self.cluster_url)),
+            )
+            .field("default_namespace", &self.default_namespace)
+            .field(
+                "root_certificates",
+                &self.root_certificates.as_ref().map(Vec::len),
+            )
+            .field("identity", &self.identity)
+            .field("tls_server_name", &self.tls_server_name)
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            .field("auth", &self.auth)
+            .field("list_timeout", &self.list_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("watch_timeout_slack", &self.watch_timeout_slack)
+            .field("token_file_refresh", &self.token_file_refresh)
+            .field("user_agent", &self.user_agent)
+            .field("proxy", &self.proxy)
+            .field("impersonate", &self.impersonate)
+            .finish()
+    }
+}
+
 impl Config {
-    /// A config for `cluster_url` with no credentials, trusting the system roots.
+    /// A config for `cluster_url`, trusting the system roots, with no credentials but those
+    /// of the URL's user-info.
+    ///
+    /// User-info (`https://user:password@host:6443`) is treated as Go's HTTP client, and so
+    /// client-go, treats it: it is removed from [`cluster_url`](Self::cluster_url) (it never
+    /// reaches the wire, `Debug`, errors or logs) and becomes [`Auth::Basic`], the user and
+    /// password percent-decoded. Any credential set afterwards wins:
+    /// [`with_auth`](Self::with_auth), or a kubeconfig user's token, token file, basic
+    /// authentication or exec plugin. A client certificate is sent along with it.
+    ///
+    /// ```
+    /// use kcache_client_http::{Auth, Config};
+    ///
+    /// let config = Config::new("https://alice:s%40cret@10.0.0.1:6443".parse()?);
+    /// assert_eq!(config.cluster_url, "https://10.0.0.1:6443/");
+    /// let Auth::Basic { username, password } = &config.auth else { unreachable!() };
+    /// assert_eq!((username.as_str(), password.expose().as_str()), ("alice", "s@cret"));
+    /// assert!(!format!("{config:?}").contains("alice"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(cluster_url: http::Uri) -> Self {
+        let (cluster_url, credentials) = userinfo::split(cluster_url);
+        let auth = match credentials {
+            Some(c) => Auth::Basic {
+                username: c.username,
+                password: c.password,
+            },
+            None => Auth::None,
+        };
         Self {
             cluster_url,
             default_namespace: "default".to_owned(),
@@ -143,7 +227,7 @@ impl Config {
             identity: None,
             tls_server_name: None,
             insecure_skip_tls_verify: false,
-            auth: Auth::None,
+            auth,
             list_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(30),
             watch_timeout_slack: Duration::from_secs(30),
@@ -165,7 +249,7 @@ impl Config {
         Ok(self)
     }
 
-    /// Sets [`auth`](Self::auth).
+    /// Sets [`auth`](Self::auth) (replacing basic authentication from the URL's user-info).
     #[must_use]
     pub fn with_auth(mut self, auth: Auth) -> Self {
         self.auth = auth;

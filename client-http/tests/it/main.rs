@@ -1,10 +1,13 @@
 //! Integration tests of kcache-client-http: the lister-watcher against the fake API server over
 //! HTTP and HTTPS (client certificates included), kubeconfig and in-cluster loading on fixture
-//! files, credentials, proxies and impersonation, and an informer built from `Config::infer()`.
+//! files, credentials (exec plugin bounds, client key checks, URL user-info, redaction), proxies
+//! and impersonation, and an informer built from `Config::infer()`.
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
 mod auth;
+mod client_key;
 mod exact_capacity;
+mod exec_limits;
 mod impersonate;
 mod in_cluster;
 mod informer;
@@ -13,9 +16,11 @@ mod list_watch;
 mod mtls;
 mod own_thread;
 mod proxy;
+mod redaction;
 mod send_sync;
 mod support;
 mod transport;
+mod userinfo;
 
 /// The error and its sources, joined with `: `.
 pub(crate) fn support_chain(e: &(dyn std::error::Error + 'static)) -> String {
