@@ -141,6 +141,19 @@ impl Client {
         self.inner.watch_timeout_slack
     }
 
+    /// Makes sure a credential is at hand (running an exec plugin if one is due), so that a
+    /// request's own timeout does not also count the plugin's run: a plugin that hangs is
+    /// reported by its own timeout, which names it.
+    pub(crate) async fn ready_credentials(
+        &self,
+    ) -> Result<crate::auth::Credential, kcache_reflector::Error> {
+        self.inner
+            .auth
+            .credential()
+            .await
+            .map_err(kcache_reflector::Error::transport)
+    }
+
     /// Sends a request with the client's credentials (and impersonation headers) and returns a
     /// 2xx response with its body unread. A request that already has an `Authorization` header
     /// keeps it; one that already has an `Impersonate-User` header keeps its impersonation.
@@ -158,6 +171,16 @@ impl Client {
         &self,
         request: Request<Bytes>,
     ) -> Result<Response<ResponseBody>, kcache_reflector::Error> {
+        self.send_with(request, None).await
+    }
+
+    /// [`send`](Self::send), using `first` (from [`ready_credentials`](Self::ready_credentials))
+    /// for the first try instead of asking for a credential again.
+    pub(crate) async fn send_with(
+        &self,
+        request: Request<Bytes>,
+        mut first: Option<crate::auth::Credential>,
+    ) -> Result<Response<ResponseBody>, kcache_reflector::Error> {
         let (mut parts, body) = request.into_parts();
         if !self.inner.impersonation.is_empty() && !parts.headers.contains_key("impersonate-user") {
             for (name, value) in &self.inner.impersonation {
@@ -171,12 +194,10 @@ impl Client {
             let generation = if has_auth {
                 None
             } else {
-                let cred = self
-                    .inner
-                    .auth
-                    .credential()
-                    .await
-                    .map_err(kcache_reflector::Error::transport)?;
+                let cred = match first.take() {
+                    Some(cred) => cred,
+                    None => self.ready_credentials().await?,
+                };
                 if let Some(h) = cred.header {
                     req.headers_mut().insert(AUTHORIZATION, h);
                 }

@@ -228,8 +228,9 @@ where
     async fn list(&self, opts: &ListOptions) -> Result<ObjectList<T>, Error> {
         let request =
             get(&self.url(opts, false), self.client.user_agent()).map_err(Error::transport)?;
+        let credential = self.client.ready_credentials().await?;
         let work = async {
-            let response = self.client.send(request).await?;
+            let response = self.client.send_with(request, Some(credential)).await?;
             let body = collect_bounded(
                 response.into_body(),
                 self.max_list_bytes,
@@ -246,11 +247,15 @@ where
     async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<T>, Error> {
         let request =
             get(&self.url(opts, true), self.client.user_agent()).map_err(Error::transport)?;
+        let credential = self.client.ready_credentials().await?;
         // Only opening the watch is bounded; the stream itself lasts as long as the server
         // keeps it, with a guard a little past `timeoutSeconds`.
-        let response = tokio::time::timeout(self.client.list_timeout(), self.client.send(request))
-            .await
-            .map_err(|_| Error::Timeout)??;
+        let response = tokio::time::timeout(
+            self.client.list_timeout(),
+            self.client.send_with(request, Some(credential)),
+        )
+        .await
+        .map_err(|_| Error::Timeout)??;
         let guard = opts
             .timeout_seconds
             .and_then(|s| u64::try_from(s).ok())

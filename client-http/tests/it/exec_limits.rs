@@ -168,6 +168,11 @@ async fn a_plugin_that_never_finishes_is_killed_with_its_children() {
         "{chain}"
     );
     assert!(!chain.contains("request timed out"), "{chain}");
+    // Even with a list timeout shorter than the plugin's: the plugin's own timeout names it.
+    let mut short = config(&server, dir.path(), &command, Duration::from_millis(800));
+    short.list_timeout = Duration::from_millis(300);
+    let chain = list_names(short).await.unwrap_err();
+    assert!(chain.contains("did not finish within 800ms"), "{chain}");
     assert!(started.elapsed() < Duration::from_secs(20));
     let plugin_pid = pid(&dir.path().join("plugin.pid"));
     let child_pid = pid(&dir.path().join("child.pid"));
@@ -179,11 +184,10 @@ async fn an_abandoned_run_kills_the_plugin_and_its_children() {
     let server = server(false, 1).await;
     let dir = temp_dir();
     let command = plugin(dir.path(), "hang.sh", HANGS);
-    // The list gives up first: the run is dropped, not timed out.
-    let mut config = config(&server, dir.path(), &command, Duration::from_secs(60));
-    config.list_timeout = Duration::from_millis(800);
-    let chain = list_names(config).await.unwrap_err();
-    assert!(chain.contains("request timed out"), "{chain}");
+    // The caller gives up first: the run is dropped, not timed out.
+    let config = config(&server, dir.path(), &command, Duration::from_secs(60));
+    let gave_up = tokio::time::timeout(Duration::from_millis(800), list_names(config)).await;
+    assert!(gave_up.is_err(), "{gave_up:?}");
     let plugin_pid = pid(&dir.path().join("plugin.pid"));
     let child_pid = pid(&dir.path().join("child.pid"));
     assert_dead(&[plugin_pid, child_pid]).await;
