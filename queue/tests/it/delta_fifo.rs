@@ -263,3 +263,24 @@ fn an_indexer_trait_object_serves_as_known_objects() {
     f.resync().unwrap();
     assert_eq!(pop(&f), [s(Sync, "a", 1)]);
 }
+
+#[test]
+fn delete_key_queues_a_tombstone_with_the_last_known_state() {
+    use kcache_store::ObjectKey;
+    let key = |n: &str| ObjectKey::new(Some("ns"), n);
+    let f = DeltaFifo::builder()
+        .known_objects(known(&[("a", 1)]))
+        .build();
+    f.delete_key(&key("a")).unwrap();
+    f.delete_key(&key("ghost")).unwrap();
+    f.add(obj("b", 2)).unwrap();
+    f.delete_key(&key("b")).unwrap();
+    f.delete_key(&key("b")).unwrap();
+    assert_eq!(pop(&f), [tomb("a", Some(1))]);
+    assert_eq!(
+        pop(&f),
+        [s(Added, "b", 2), tomb("b", Some(2))],
+        "one tombstone, after the queued add, with its state"
+    );
+    assert!(f.is_empty(), "unknown keys queue nothing");
+}

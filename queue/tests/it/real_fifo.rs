@@ -140,3 +140,24 @@ fn key_errors_and_close() {
     pop(&f);
     assert!(matches!(try_pop(&f), Some(Err(PopError::Closed))));
 }
+
+#[test]
+fn delete_key_queues_a_tombstone_with_the_last_known_state() {
+    use kcache_store::ObjectKey;
+    let key = |n: &str| ObjectKey::new(Some("ns"), n);
+    let cache = Arc::new(Cache::new());
+    cache.add(obj("a", 1)).unwrap();
+    let f = RealFifo::builder().known_objects(cache).build();
+    f.delete_key(&key("a")).unwrap();
+    f.delete_key(&key("ghost")).unwrap();
+    f.add(obj("b", 2)).unwrap();
+    f.delete_key(&key("b")).unwrap();
+    f.delete_key(&key("b")).unwrap();
+    assert_eq!(pop(&f), [crate::support::tomb("a", Some(1))]);
+    assert_eq!(pop(&f), [s(Added, "b", 2)]);
+    assert_eq!(pop(&f), [crate::support::tomb("b", Some(2))]);
+    assert!(
+        try_pop(&f).is_none(),
+        "unknown keys and repeats queue nothing"
+    );
+}

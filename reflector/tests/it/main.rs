@@ -11,5 +11,6 @@ mod list;
 mod logs;
 mod send_sync;
 mod support;
+mod undecodable_props;
 mod watch;
 mod watch_list;
