@@ -42,12 +42,14 @@ fn pod(key: u8, generation: usize) -> DynamicObject {
     p
 }
 
-/// The server's state minus its undecodable objects, and the cache, as sorted
-/// `(key, resourceVersion)` lists.
+/// Sorted `(key, resourceVersion)` pairs.
+type Versions = Vec<(String, String)>;
+
+/// The server's state minus its undecodable objects, and the cache.
 fn states(
     fake: &FakeListerWatcher<DynamicObject>,
     cache: &Cache<DynamicObject>,
-) -> (Vec<(String, String)>, Vec<(String, String)>) {
+) -> (Versions, Versions) {
     let handle = fake.handle();
     let poisoned = handle.undecodable_keys();
     let entry = |o: &DynamicObject| {
