@@ -37,10 +37,12 @@ pub const DEFAULT_MAX_EVENT_SIZE: usize = 16 << 20;
 /// An incremental decoder of a JSON watch body into [`WatchEvent`]s.
 ///
 /// Complete lines are decoded straight from the chunk they arrived in; only a line split across
-/// chunks is copied aside. Failures are per event, never per stream (see the
-/// [module docs](self)): an undecodable line gives `Err(Error::Decode)` with what could be read
-/// of its identity, an oversize one an `Err(Error::Decode)` without one, and a body that ends in
-/// the middle of an event an `Err(Error::Transport)`.
+/// chunks is copied aside. Failures are per event, never per stream: an undecodable line gives
+/// `Err(Error::Decode)` with what could be read of its identity
+/// ([`DecodeError::of_watch_event`]) and decoding goes on; an oversize one gives an
+/// `Err(Error::Decode)` without one (the reflector relists) and the rest of it is dropped
+/// unbuffered; a body that ends in the middle of an event gives an `Err(Error::Transport)` (the
+/// reflector watches again from the last resource version).
 ///
 /// Feed it chunks with [`push`](Self::push), take events with
 /// [`next_event`](Self::next_event) until it returns `None`, and call

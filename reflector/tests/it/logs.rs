@@ -25,6 +25,9 @@ impl Warnings {
     pub(crate) fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
         let warnings = Self::default();
         let guard = tracing::subscriber::set_default(warnings.clone());
+        // A callsite first hit on another thread (no subscriber there) while this one was being
+        // set up can be left cached as "never": recompute every callsite's interest now.
+        tracing::callsite::rebuild_interest_cache();
         (warnings, guard)
     }
 
