@@ -189,6 +189,28 @@ async fn an_undecodable_deleted_removes_the_object() {
 }
 
 #[tokio::test]
+async fn the_real_deleted_after_an_undecodable_modified_is_not_heard_twice() {
+    let (server, feed) = one_watch_server(vec![pod("a", "10", "v1")], "10").await;
+    let run = Running::start(server.url(), |b| b, quick);
+    run.converge(HEAL, &state(&[("ns/a", "10", "v1")])).await;
+    feed.send(watch_line(
+        "MODIFIED",
+        &broken_pod("a", "11", json!({"containers": "x"})),
+    ));
+    run.converge(HEAL, &State::new()).await;
+    // The object is then deleted for real: the cache no longer holds it, so handlers, which
+    // heard its removal already, hear nothing more.
+    feed.send(watch_line("DELETED", &pod("a", "12", "v1")));
+    feed.send(watch_line("ADDED", &pod("b", "13", "v1")));
+    run.converge(HEAL, &state(&[("ns/b", "13", "v1")])).await;
+    assert_eq!(
+        run.heard.events(),
+        ["add ns/a@10", "delete ns/a", "add ns/b@13"]
+    );
+    run.stop().await;
+}
+
+#[tokio::test]
 async fn an_event_over_the_size_limit_is_healed_by_a_relist() {
     const LIMIT: usize = 16 * 1024;
     let (logs, _guard) = Logs::capture();
