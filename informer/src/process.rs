@@ -15,7 +15,7 @@ use crate::Event;
 /// | delta | indexer | event |
 /// |---|---|---|
 /// | `Added`, `Updated`, `Replaced`, `Sync` | update if the key is present, add otherwise | `Update(old, new)` or `Add(new, initial)` |
-/// | `Deleted` | delete (by key for a tombstone) | `Delete` |
+/// | `Deleted` | delete (by key for a tombstone) | `Delete` when the key was present |
 /// | `ReplacedAll` | `replace(list, rv)` first | a tombstone `Delete` per key the list lacks, then `Update`/`Add` in list order |
 /// | `SyncAll` | nothing | `Update(o, o)` for every object |
 /// | `Bookmark` | `bookmark(rv)` | none |
@@ -64,11 +64,25 @@ fn process_delta<T: Object>(
             }
         }
         Delta::Deleted(gone) => {
-            match &gone {
-                ObjectOrTombstone::Object(obj) => indexer.delete(Arc::clone(obj))?,
-                ObjectOrTombstone::Tombstone(t) => indexer.delete_by_key(t.key.as_str())?,
+            // Handlers hear of a deletion only when the cache held the object: a delete of an
+            // object the cache left out (it did not decode) or already removed (an undecodable
+            // event's tombstone, then the real DELETED) would otherwise reach them twice or
+            // without an add.
+            let held = match &gone {
+                ObjectOrTombstone::Object(obj) => {
+                    let held = indexer.get(obj)?.is_some();
+                    indexer.delete(Arc::clone(obj))?;
+                    held
+                }
+                ObjectOrTombstone::Tombstone(t) => {
+                    let held = indexer.get_by_key(t.key.as_str()).is_some();
+                    indexer.delete_by_key(t.key.as_str())?;
+                    held
+                }
+            };
+            if held {
+                emit(Event::Delete(gone), false);
             }
-            emit(Event::Delete(gone), false);
         }
         Delta::ReplacedAll {
             objects,
@@ -232,10 +246,21 @@ mod tests {
             obj: None,
         });
         assert_eq!(
-            run(&c, vec![Delta::Deleted(tomb)], false),
+            run(&c, vec![Delta::Deleted(tomb.clone())], false),
             ["delete  tombstone=true"]
         );
         assert!(c.is_empty());
+        // A deletion of what the cache does not hold raises nothing: an undecodable event's
+        // tombstone followed by the real DELETED, or a DELETED of an object left out.
+        assert!(run(&c, vec![Delta::Deleted(tomb)], false).is_empty());
+        assert!(
+            run(
+                &c,
+                vec![Delta::Deleted(ObjectOrTombstone::Object(obj("a", "5")))],
+                false
+            )
+            .is_empty()
+        );
         run(
             &c,
             vec![Delta::Bookmark {

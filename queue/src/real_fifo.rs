@@ -246,22 +246,39 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
         self.push(obj, |o| Delta::Deleted(ObjectOrTombstone::Object(o)))
     }
 
-    /// Queues a tombstone for `key` carrying its last state (the newest queued delta's object,
-    /// else the known object); nothing when the key is unknown or already queued as deleted.
+    /// Queues a tombstone for `key` carrying its last state: that of the newest queued delta
+    /// that speaks of the key (a single-object delta of it, or a queued relist, which is the
+    /// whole state: holding the key, or removing it), else the known object. Nothing when the
+    /// key is unknown or already on its way out.
     fn delete_key(&self, key: &ObjectKey) -> kcache_store::Result<()> {
         let mut st = self.lock();
-        let newest = st.items.iter().rev().find(|d| {
-            d.object()
-                .is_some_and(|o| (self.key_func)(o).is_ok_and(|k| k == *key))
-        });
-        let last = match newest {
-            Some(Delta::Deleted(_)) => return Ok(()),
-            Some(d) => d.object().cloned(),
-            None => self
+        let is_key = |o: &Arc<T>| (self.key_func)(o).is_ok_and(|k| k == *key);
+        let mut last = None;
+        let mut decided = false;
+        for d in st.items.iter().rev() {
+            match d {
+                Delta::Deleted(_) if d.object().is_some_and(is_key) => return Ok(()),
+                Delta::ReplacedAll { objects, .. } => {
+                    // A relist not holding the key removes it when processed.
+                    let Some(o) = objects.iter().find(|o| is_key(o)) else {
+                        return Ok(());
+                    };
+                    last = Some(Arc::clone(o));
+                }
+                _ => match d.object() {
+                    Some(o) if is_key(o) => last = Some(Arc::clone(o)),
+                    _ => continue,
+                },
+            }
+            decided = true;
+            break;
+        }
+        if !decided {
+            last = self
                 .known
                 .as_ref()
-                .and_then(|k| k.known_object(key.as_str())),
-        };
+                .and_then(|k| k.known_object(key.as_str()));
+        }
         let Some(last) = last else {
             return Ok(());
         };

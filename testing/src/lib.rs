@@ -12,6 +12,9 @@
 //! - [`FakeProxy`]: a forward proxy on 127.0.0.1 speaking HTTP `CONNECT` or SOCKS5, with
 //!   optional credentials, that records the tunnels it opens and the requests it refuses, to
 //!   prove that a client goes through the `proxy-url` of its kubeconfig.
+//! - [`ScriptedServer`]: an HTTP/1.1 server on 127.0.0.1 answering every request from a closure
+//!   the test writes, to play a broken or hostile API server byte for byte (a body that never
+//!   ends, a repeated continue token, a 63-year `Retry-After`), counting what it wrote.
 //! - [`workload`]: realistic pods (about 5 KB of JSON with managedFields) and a seeded churn
 //!   driver.
 //! - Queue reference models and invariants: [`check_delta_fifo_against_model`] and friends run a
@@ -26,6 +29,7 @@ mod queue_invariants;
 mod queue_model;
 
 pub mod fake_api_server;
+pub mod scripted_server;
 pub mod workload;
 
 pub use self::fake_api_server::{
@@ -45,3 +49,4 @@ pub use self::queue_model::{
     DeltaFifoModel, FifoModel, KnownSnapshot, ModelDelta, ModelObject, ModelPop, RealFifoModel,
     known_snapshot,
 };
+pub use self::scripted_server::{Reply, ScriptedRequest, ScriptedServer};

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use kcache_queue::{Delta, DeltaType, Deltas, PopError, Queue, RealFifo};
-use kcache_store::{Cache, DynamicObject, Store};
+use kcache_store::{Cache, DynamicObject, ObjectKey, Store};
 
-use crate::support::{nameless, now_or_never, obj, pop, pop_requeue, s, try_pop};
+use crate::support::{nameless, now_or_never, obj, pop, pop_requeue, s, tomb, try_pop};
 
 use DeltaType::{Added, Deleted, Updated};
 
@@ -153,11 +153,42 @@ fn delete_key_queues_a_tombstone_with_the_last_known_state() {
     f.add(obj("b", 2)).unwrap();
     f.delete_key(&key("b")).unwrap();
     f.delete_key(&key("b")).unwrap();
-    assert_eq!(pop(&f), [crate::support::tomb("a", Some(1))]);
+    assert_eq!(pop(&f), [tomb("a", Some(1))]);
     assert_eq!(pop(&f), [s(Added, "b", 2)]);
-    assert_eq!(pop(&f), [crate::support::tomb("b", Some(2))]);
+    assert_eq!(pop(&f), [tomb("b", Some(2))]);
     assert!(
         try_pop(&f).is_none(),
         "unknown keys and repeats queue nothing"
     );
+}
+
+#[test]
+fn delete_key_reads_the_newest_delta_of_the_key_relists_included() {
+    let cache = Arc::new(Cache::new());
+    cache.add(obj("held", 1)).unwrap();
+    let f = RealFifo::builder()
+        .known_objects(Arc::clone(&cache))
+        .build();
+    // Not yet processed: a relist with `new` (which the cache has never held) and without
+    // `held`.
+    f.replace(vec![obj("new", 7)], "7").unwrap();
+    // `new` must not survive the relist: a tombstone follows it, with its listed state.
+    f.delete_key(&ObjectKey::explicit("ns/new")).unwrap();
+    // The relist already removes `held`: no second deletion.
+    f.delete_key(&ObjectKey::explicit("ns/held")).unwrap();
+    // Unknown everywhere: nothing.
+    f.delete_key(&ObjectKey::explicit("ns/ghost")).unwrap();
+    assert!(matches!(pop_raw(&f), Delta::ReplacedAll { .. }));
+    assert_eq!(pop(&f), [tomb("new", Some(7))]);
+    assert!(try_pop(&f).is_none(), "nothing else was queued");
+
+    // Single-object deltas: the newest wins; a queued deletion needs no tombstone.
+    f.add(obj("a", 8)).unwrap();
+    f.delete_key(&ObjectKey::explicit("ns/a")).unwrap();
+    f.delete(obj("b", 9)).unwrap();
+    f.delete_key(&ObjectKey::explicit("ns/b")).unwrap();
+    assert_eq!(pop(&f), [s(Added, "a", 8)]);
+    assert_eq!(pop(&f), [tomb("a", Some(8))]);
+    assert_eq!(pop(&f), [s(Deleted, "b", 9)]);
+    assert!(try_pop(&f).is_none());
 }

@@ -1,4 +1,8 @@
 //! Fault injection: "fail the next N requests" rules, per verb and optionally per resource.
+//!
+//! Most faults act on the next matching request. A few need a request of a certain shape
+//! ([`FaultKind::RepeatContinue`] a list page with a continue token, the `NoInitialEventsEnd`
+//! faults a streaming list): they wait for one, letting other requests through.
 
 use std::time::Duration;
 
@@ -73,6 +77,48 @@ pub enum FaultKind {
     Stall,
     /// Watch: wait this long before each event.
     Slow(Duration),
+    /// Watch: the first MODIFIED event after N events goes out with an object that does not
+    /// decode (its `apiVersion` a number, where every client expects a string) but whose type,
+    /// namespace, name and resourceVersion can still be read. Only the bytes on the wire are
+    /// broken; the stored object is unchanged. Each one sent is recorded
+    /// ([`FakeApiServer::undecodable_events`](super::FakeApiServer::undecodable_events)).
+    UndecodableModifiedAfter(usize),
+    /// Watch: as [`UndecodableModifiedAfter`](Self::UndecodableModifiedAfter), for the first
+    /// DELETED event after N events.
+    UndecodableDeletedAfter(usize),
+    /// List: the next page requested with a continue token comes back with that same token
+    /// (even when it is the last page), as a server that repeats itself for ever would answer.
+    RepeatContinue,
+    /// Streaming list (`sendInitialEvents=true`): the initial events, but never the bookmark
+    /// that ends them; then the stream ends.
+    NoInitialEventsEndThenClose,
+    /// Streaming list: the initial events without their bookmark, then nothing at all (no
+    /// events, no bookmarks) until the client goes away.
+    NoInitialEventsEndThenStall,
+}
+
+/// An event a [`FaultKind::UndecodableModifiedAfter`] or
+/// [`FaultKind::UndecodableDeletedAfter`] fault sent undecodable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UndecodableEvent {
+    /// `MODIFIED` or `DELETED`.
+    pub event_type: &'static str,
+    /// The object's namespace.
+    pub namespace: Option<String>,
+    /// The object's name.
+    pub name: String,
+    /// The resourceVersion of the event.
+    pub resource_version: String,
+}
+
+/// What a fault needs to know of a request beyond its verb and resource (see the module docs).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RequestShape {
+    /// A list page with a non-empty `continue`.
+    pub(crate) continue_token: bool,
+    /// A watch with `sendInitialEvents=true`.
+    pub(crate) streaming_list: bool,
 }
 
 /// A fault rule: `kind` for the next `times` requests matching `verb` (and `resource`, if set).
@@ -154,13 +200,25 @@ impl Fault {
         Self::new(Verb::Watch, kind)
     }
 
-    pub(crate) fn matches(&self, verb: Verb, resource: &ResourceId) -> bool {
+    pub(crate) fn matches(&self, verb: Verb, resource: &ResourceId, shape: RequestShape) -> bool {
         (self.verb == Verb::Any || self.verb == verb)
             && self.resource.as_ref().is_none_or(|r| r == resource)
+            && self.kind.applies_to(shape)
     }
 }
 
 impl FaultKind {
+    /// Whether this fault can act on a request of `shape`; otherwise it waits for one that can.
+    fn applies_to(&self, shape: RequestShape) -> bool {
+        match self {
+            FaultKind::RepeatContinue => shape.continue_token,
+            FaultKind::NoInitialEventsEndThenClose | FaultKind::NoInitialEventsEndThenStall => {
+                shape.streaming_list
+            }
+            _ => true,
+        }
+    }
+
     /// The direct HTTP error, for request-level faults.
     pub(crate) fn as_error(&self) -> Option<ApiError> {
         match self {

@@ -34,7 +34,8 @@
 //!   watched (`cargo run --release -p kcache-testing --example serve_cost` measures it).
 //! - **Faults** ([`Fault`]): HTTP errors with a Status or text body and `Retry-After`, stream drops,
 //!   truncated or corrupt lines, unknown event types, ERROR events, early close, stalls, slow
-//!   streams; plus [`compact`](FakeApiServer::compact),
+//!   streams, undecodable MODIFIED/DELETED events with a readable identity, repeated continue
+//!   tokens, streaming lists without their initial-events bookmark; plus [`compact`](FakeApiServer::compact),
 //!   [`expire_continue_tokens`](FakeApiServer::expire_continue_tokens) and stale `RV=0` reads.
 //!
 //! # Not supported (api-protocol.md 7.1/7.2), and why
@@ -95,7 +96,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
-pub use self::faults::{Fault, FaultKind, Verb};
+pub use self::faults::{Fault, FaultKind, UndecodableEvent, Verb};
 pub use self::resource::ApiResource;
 pub use self::state::RequestRecord;
 pub use self::tls::ClientCertificate;
@@ -473,6 +474,12 @@ impl FakeApiServer {
     /// Removes every pending fault rule.
     pub fn clear_faults(&self) {
         self.shared.lock().faults.clear();
+    }
+
+    /// The events that undecodable-event faults ([`FaultKind::UndecodableModifiedAfter`],
+    /// [`FaultKind::UndecodableDeletedAfter`]) sent broken, oldest first.
+    pub fn undecodable_events(&self) -> Vec<UndecodableEvent> {
+        self.shared.lock().undecodable.clone()
     }
 
     /// Makes every continue token issued so far expire (410 on the next page).

@@ -13,7 +13,7 @@ use kcache_store::{DynamicObject, FieldSelector, Selector};
 use serde_json::{Value, json};
 
 use super::body::ResponseBody;
-use super::faults::Verb;
+use super::faults::{FaultKind, RequestShape, Verb};
 use super::resource::{ApiResource, ResourceId};
 use super::state::{RequestRecord, Shared};
 use super::status::{self, ApiError, ErrorBody};
@@ -350,7 +350,14 @@ async fn route(
             )));
         }
     };
-    let fault = shared.lock().take_fault(verb, &target.id);
+    let shape = RequestShape {
+        continue_token: query.iter().any(|(k, v)| k == "continue" && !v.is_empty()),
+        streaming_list: verb == Verb::Watch
+            && query
+                .iter()
+                .any(|(k, v)| k == "sendInitialEvents" && truthy(v)),
+    };
+    let fault = shared.lock().take_fault(verb, &target.id, shape);
     if let Some(e) = fault.as_ref().and_then(super::faults::FaultKind::as_error) {
         return Err(err(e));
     }
@@ -361,7 +368,10 @@ async fn route(
         }
         Verb::List => {
             let params = ListParams::parse(query, &target).map_err(err)?;
-            list(shared, &target, &params, table).await.map_err(err)
+            let repeat_continue = fault == Some(FaultKind::RepeatContinue);
+            list(shared, &target, &params, table, repeat_continue)
+                .await
+                .map_err(err)
         }
         Verb::Get => {
             let name = target.name.as_deref().unwrap_or_default();
@@ -611,11 +621,14 @@ pub(crate) async fn wait_for_rv(shared: &Shared, rv: u64) -> Result<u64, u64> {
     clippy::too_many_lines,
     reason = "the RV table of api-protocol.md 1.4 in one place"
 )]
+/// A list page. With `repeat_continue` (a [`FaultKind::RepeatContinue`] fault) the page names
+/// the request's own continue token as the next one.
 async fn list(
     shared: &Shared,
     target: &Target,
     p: &ListParams,
     table: bool,
+    repeat_continue: bool,
 ) -> Result<Response<ResponseBody>, ApiError> {
     if p.send_initial.is_some() {
         return Err(ApiError::invalid_list_options(
@@ -751,7 +764,11 @@ async fn list(
     } else {
         -1
     };
-    let continue_token = next_key.as_ref().map(|k| encode_token(token_rv, k));
+    let continue_token = if repeat_continue {
+        p.continue_token.clone()
+    } else {
+        next_key.as_ref().map(|k| encode_token(token_rv, k))
+    };
     let mut meta = serde_json::Map::new();
     meta.insert("resourceVersion".into(), json!(list_rv.to_string()));
     if let Some(c) = &continue_token {
@@ -772,7 +789,7 @@ async fn list(
     };
     drop(items);
     drop(objects);
-    if let (Some(next), Some(remaining)) = (next_key, remaining) {
+    if let (Some(next), Some(remaining), false) = (next_key, remaining, repeat_continue) {
         state
             .resource_mut(&target.id)?
             .remaining

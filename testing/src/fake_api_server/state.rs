@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::faults::{Fault, FaultKind, Verb};
+use super::faults::{Fault, FaultKind, RequestShape, UndecodableEvent, Verb};
 use super::remaining::RemainingCounts;
 use super::resource::{ApiResource, ResourceId};
 use super::status::ApiError;
@@ -138,6 +138,8 @@ pub(crate) struct State {
     pub(crate) rv: u64,
     pub(crate) resources: BTreeMap<ResourceId, ResourceState>,
     pub(crate) faults: Vec<Fault>,
+    /// The events undecodable-event faults broke, in order.
+    pub(crate) undecodable: Vec<UndecodableEvent>,
     /// Continue tokens whose snapshot RV is below this are expired.
     pub(crate) token_floor: u64,
     /// Serve `resourceVersion=0` reads from this older RV (HA time travel).
@@ -167,6 +169,7 @@ impl Shared {
             rv: 1,
             resources: BTreeMap::new(),
             faults: Vec::new(),
+            undecodable: Vec::new(),
             token_floor: 0,
             stale_rv0: None,
             rng: fastrand::Rng::with_seed(seed),
@@ -267,9 +270,18 @@ impl State {
             .ok_or_else(ApiError::page_not_found)
     }
 
-    /// Takes one use of the first fault matching `verb` on `id`.
-    pub(crate) fn take_fault(&mut self, verb: Verb, id: &ResourceId) -> Option<FaultKind> {
-        let index = self.faults.iter().position(|f| f.matches(verb, id))?;
+    /// Takes one use of the first fault matching `verb` on `id` that can act on a request of
+    /// `shape`.
+    pub(crate) fn take_fault(
+        &mut self,
+        verb: Verb,
+        id: &ResourceId,
+        shape: RequestShape,
+    ) -> Option<FaultKind> {
+        let index = self
+            .faults
+            .iter()
+            .position(|f| f.matches(verb, id, shape))?;
         let fault = &mut self.faults[index];
         let kind = fault.kind.clone();
         fault.times = fault.times.saturating_sub(1);

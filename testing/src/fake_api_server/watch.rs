@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::body::{Abort, Chunk, ResponseBody};
-use super::faults::FaultKind;
+use super::faults::{FaultKind, UndecodableEvent};
 use super::routes::{ListParams, Target, error_response, parse_rv, wait_for_rv};
 use super::state::{Event, EventType, Shared};
 use super::status::ApiError;
@@ -218,8 +218,8 @@ impl Producer {
             }
         }
         self.last_rv = snapshot_rv;
-        if end_bookmark {
-            self.send_bookmark(snapshot_rv, true).await?;
+        if end_bookmark && !self.end_initial_events(snapshot_rv).await? {
+            return Ok(());
         }
         for event in replay {
             self.deliver(&event).await?;
@@ -295,6 +295,24 @@ impl Producer {
                     None => return Ok(()),
                 },
             }
+        }
+    }
+
+    /// Sends the bookmark that ends a streaming list's initial events; `false` when a
+    /// `NoInitialEventsEnd` fault left it out and the stream is over.
+    async fn end_initial_events(&mut self, rv: u64) -> Result<bool, Stop> {
+        match self.fault {
+            Some(FaultKind::NoInitialEventsEndThenClose) if !self.fault_fired => {
+                self.fault_fired = true;
+                Ok(false)
+            }
+            Some(FaultKind::NoInitialEventsEndThenStall) if !self.fault_fired => {
+                self.fault_fired = true;
+                self.flush().await?;
+                self.tx.closed().await;
+                Ok(false)
+            }
+            _ => self.send_bookmark(rv, true).await.map(|()| true),
         }
     }
 
@@ -393,8 +411,37 @@ impl Producer {
             let t = table::table(obj.metadata.resource_version.as_deref(), &[obj]);
             return self.send_counted(|out| write_line(out, kind, &t)).await;
         }
+        if let Some(broken) = self.undecodable(kind, obj) {
+            return self
+                .send_counted(|out| write_line(out, kind, &broken))
+                .await;
+        }
         self.send_counted(|out| obj.write_event_line(out, kind))
             .await
+    }
+
+    /// When an undecodable-event fault is due for this event: the object to send instead (its
+    /// `apiVersion` a number; its metadata intact), recorded in the server's state.
+    fn undecodable(&mut self, kind: &str, obj: &Stored) -> Option<serde_json::Value> {
+        let (event_type, after) = match self.fault {
+            Some(FaultKind::UndecodableModifiedAfter(n)) => ("MODIFIED", n),
+            Some(FaultKind::UndecodableDeletedAfter(n)) => ("DELETED", n),
+            _ => return None,
+        };
+        if self.fault_fired || self.sent < after || kind != event_type {
+            return None;
+        }
+        let mut broken = serde_json::to_value(&*obj.object).ok()?;
+        broken["apiVersion"] = json!(7);
+        self.fault_fired = true;
+        let meta = &obj.object.metadata;
+        self.shared.lock().undecodable.push(UndecodableEvent {
+            event_type,
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone().unwrap_or_default(),
+            resource_version: meta.resource_version.clone().unwrap_or_default(),
+        });
+        Some(broken)
     }
 
     async fn send_line(&mut self, kind: &str, obj: &impl serde::Serialize) -> Result<(), Stop> {

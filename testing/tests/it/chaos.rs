@@ -1,13 +1,19 @@
 //! The chaos suite: the full stack (a `SharedIndexInformer` over client-http) against the fake
 //! API server over real HTTP, with churn and random faults (dropped connections, 410s,
-//! compaction, 429/500, truncated and corrupt lines, stalls). After the faults stop, the cache
-//! must equal the server's state and every handler's event log must replay to it: no delete
-//! lost, no object duplicated.
+//! compaction, 429/500 and 429s asking to wait 63 years, truncated and corrupt lines, stalls,
+//! undecodable MODIFIED and DELETED events, repeated continue tokens, streaming lists without
+//! their initial-events bookmark). After the faults stop, the cache must equal the server's
+//! state and every handler's event log must replay to it: no delete lost, no object duplicated.
+//!
+//! An undecodable MODIFIED leaves its object out of the cache (the handlers hear a delete) until
+//! the next change of it or a relist: the check first waits for the cache to equal the server
+//! with only such objects missing (never at an older version), then changes each of them on the
+//! server once and waits for the cache to equal it exactly.
 //!
 //! `KCACHE_CHAOS_SEEDS=N` (or `cargo xtask chaos --seeds N`) runs N seeds; the test command
 //! runs a few. A failure prints its seed; `KCACHE_CHAOS_SEED=S` replays one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -85,9 +91,12 @@ fn cache_state(inf: &SharedIndexInformer<DynamicObject>) -> State {
         .collect()
 }
 
+/// A `Retry-After` of 63 years: the reflector must cap it at its backoff cap.
+const FOREVER: u32 = 2_000_000_000;
+
 fn random_fault(rng: &mut fastrand::Rng) -> Fault {
     let n = rng.usize(0..5);
-    match rng.u8(0..11) {
+    match rng.u8(0..20) {
         0 => Fault::watch(FaultKind::DropAfter(n)),
         1 => Fault::watch(FaultKind::TruncateAfter(n)),
         2 => Fault::watch(FaultKind::CorruptAfter(n)),
@@ -98,13 +107,24 @@ fn random_fault(rng: &mut fastrand::Rng) -> Fault {
         7 => Fault::status(Verb::List, 500, "InternalError", "chaos"),
         8 => Fault::status(Verb::Watch, 500, "InternalError", "chaos"),
         9 => Fault::too_many_requests(Verb::List, 1),
-        _ => Fault::too_many_requests(Verb::Watch, 1),
+        10 => Fault::too_many_requests(Verb::Watch, 1),
+        11 | 12 => Fault::watch(FaultKind::UndecodableModifiedAfter(n)),
+        13 => Fault::watch(FaultKind::UndecodableDeletedAfter(n)),
+        // Waits for a list page with a continue token (paginated seeds only).
+        14 | 15 => Fault::new(Verb::List, FaultKind::RepeatContinue),
+        16 => Fault::too_many_requests(Verb::List, FOREVER),
+        17 => Fault::too_many_requests(Verb::Watch, FOREVER),
+        // Waits for a streaming list.
+        18 => Fault::watch(FaultKind::NoInitialEventsEndThenClose),
+        _ => Fault::watch(FaultKind::NoInitialEventsEndThenStall),
     }
 }
 
 /// The server side of a run: the fake server, its pods and the seeded choices.
 struct World {
     server: FakeApiServer,
+    /// The reflector's page size, when lists are paginated (so continue tokens are in play).
+    page_size: Option<i64>,
     pods: ApiResource,
     generator: workload::PodGenerator,
     names: Vec<(Option<String>, String)>,
@@ -113,19 +133,27 @@ struct World {
 
 impl World {
     async fn new(seed: u64) -> Self {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        // Half the seeds list in small pages, `resourceVersion=0` lists included; a third run
+        // against a server without the streaming list, so that every relist is a list.
+        let page_size = rng.bool().then(|| rng.i64(2..8));
+        let streaming_list = rng.u8(0..3) != 0;
         let server = FakeApiServer::builder()
             .history_limit(40)
             .bookmark_interval(Duration::from_millis(100))
+            .rv0_ignores_limit(page_size.is_none())
+            .watch_list(streaming_list)
             .seed(seed)
             .start()
             .await
             .unwrap();
         let mut world = Self {
             server,
+            page_size,
             pods: ApiResource::pods(),
             generator: workload::PodGenerator::new(seed, 3),
             names: Vec::new(),
-            rng: fastrand::Rng::with_seed(seed),
+            rng,
         };
         for _ in 0..world.rng.usize(0..20) {
             world.create();
@@ -150,6 +178,18 @@ impl World {
         }
         let (ns, name) = &self.names[self.rng.usize(0..self.names.len())];
         if let Some(current) = self.server.get(&self.pods, ns.as_deref(), name) {
+            self.server
+                .update(&self.pods, self.generator.mutate(&current))
+                .unwrap();
+        }
+    }
+
+    /// Changes the object `key` (`ns/name`), if it still exists.
+    fn touch(&mut self, key: &str) {
+        let (ns, name) = key
+            .split_once('/')
+            .map_or((None, key), |(n, k)| (Some(n), k));
+        if let Some(current) = self.server.get(&self.pods, ns, name) {
             self.server
                 .update(&self.pods, self.generator.mutate(&current))
                 .unwrap();
@@ -215,8 +255,13 @@ fn informer(world: &mut World, seed: u64) -> (SharedIndexInformer<DynamicObject>
         QueueKind::RealFifo
     };
     informer.set_queue(queue).unwrap();
+    let page_size = world.page_size;
     informer
         .set_reflector_options(move |b| {
+            let b = match page_size {
+                Some(n) => b.page_size(n),
+                None => b,
+            };
             b.seed(seed)
                 .idle_timeout(Some(Duration::from_millis(500)))
                 .backoff(BackoffConfig {
@@ -227,6 +272,55 @@ fn informer(world: &mut World, seed: u64) -> (SharedIndexInformer<DynamicObject>
         })
         .unwrap();
     (informer, queue)
+}
+
+/// The objects whose current version reached the client as an undecodable MODIFIED: the
+/// client leaves them out until their next change or a relist.
+fn broken_keys(server: &FakeApiServer, want: &State) -> BTreeSet<String> {
+    server
+        .undecodable_events()
+        .into_iter()
+        .filter(|e| e.event_type == "MODIFIED")
+        .filter_map(|e| {
+            let key = match &e.namespace {
+                Some(ns) => format!("{ns}/{}", e.name),
+                None => e.name.clone(),
+            };
+            (want.get(&key) == Some(&e.resource_version)).then_some(key)
+        })
+        .collect()
+}
+
+/// Whether `got` equals `want` but for keys of `may_miss` that it lacks.
+fn agrees(got: &State, want: &State, may_miss: &BTreeSet<String>) -> bool {
+    got.iter().all(|(k, rv)| want.get(k) == Some(rv))
+        && want
+            .keys()
+            .all(|k| got.contains_key(k) || may_miss.contains(k))
+}
+
+/// Waits until the cache and every handler's log agree with `want` (see [`agrees`]).
+async fn converge(
+    informer: &SharedIndexInformer<DynamicObject>,
+    logs: &[Log],
+    want: &State,
+    may_miss: &BTreeSet<String>,
+    context: &str,
+) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let cache = cache_state(informer);
+        if agrees(&cache, want, may_miss) && logs.iter().all(|l| agrees(&l.state(), want, may_miss))
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{context}: no convergence after 30s\nserver {want:?}\nmay miss {may_miss:?}\ncache  {cache:?}\nlogs   {:?}",
+            logs.iter().map(Log::state).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn run_seed(seed: u64) {
@@ -260,28 +354,26 @@ async fn run_seed(seed: u64) {
     }
     world.server.clear_faults();
 
-    // Quiescence: the cache and both handlers agree with the server.
-    let want = server_state(&world.server);
+    // Quiescence: the cache and both handlers agree with the server, except that objects
+    // whose last change reached the client undecodable may be missing.
     let logs: Vec<Log> = std::iter::once(early).chain(late).collect();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let cache = cache_state(&informer);
-        if cache == want && logs.iter().all(|l| l.state() == want) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "seed {seed} ({queue:?}, own thread: {own_thread}): no convergence after 30s\nserver {want:?}\ncache  {cache:?}\nlogs   {:?}",
-            logs.iter().map(Log::state).collect::<Vec<_>>()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let context = format!("seed {seed} ({queue:?}, own thread: {own_thread})");
+    let want = server_state(&world.server);
+    let broken = broken_keys(&world.server, &want);
+    converge(&informer, &logs, &want, &broken, &context).await;
+    // The next change of each brings it back.
+    let missing: Vec<String> = broken
+        .iter()
+        .filter(|k| !cache_state(&informer).contains_key(*k))
+        .cloned()
+        .collect();
+    for key in &missing {
+        world.touch(key);
     }
+    let want = server_state(&world.server);
+    converge(&informer, &logs, &want, &BTreeSet::new(), &context).await;
     for log in &logs {
-        assert_eq!(
-            log.errors(),
-            Vec::<String>::new(),
-            "seed {seed} ({queue:?}, own thread: {own_thread})"
-        );
+        assert_eq!(log.errors(), Vec::<String>::new(), "{context}");
     }
     cancel.cancel();
     run.await.unwrap().unwrap();

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::StatusCode;
+use kcache_store::DynamicObject;
 use kcache_testing::fake_api_server::{ApiResource, FakeApiServer, Fault, FaultKind, Verb};
 
 use crate::fake_api_server::{create_pods, page};
@@ -202,5 +203,103 @@ async fn compaction_expires_resumes_exact_lists_and_tokens() {
             .await
             .status,
         StatusCode::GONE
+    );
+}
+
+#[tokio::test]
+async fn undecodable_events_break_only_the_wire() {
+    let server = server_with_pods(2).await;
+    let pods = ApiResource::pods();
+    let rv = server.resource_version();
+    server.inject(Fault::watch(FaultKind::UndecodableModifiedAfter(0)));
+    let client = Client::new(&server);
+    let mut watch = client
+        .watch(&format!("/api/v1/pods?watch=1&resourceVersion={rv}"))
+        .await;
+    // A create goes through; the first MODIFIED is broken, the next one is not.
+    create_pods(&server, "ns", ["new"]);
+    assert_eq!(summary(&watch.next().await).0, "ADDED");
+    for i in 0..2 {
+        let mut changed = (*server.get(&pods, Some("ns"), "p0").unwrap()).clone();
+        changed.metadata.labels = Some([("step".to_owned(), i.to_string())].into());
+        server.update(&pods, changed).unwrap();
+    }
+    let broken = watch.next().await;
+    let (kind, name, broken_rv) = summary(&broken);
+    assert_eq!((kind.as_str(), name.as_str()), ("MODIFIED", "p0"));
+    assert_eq!(broken["object"]["apiVersion"], 7);
+    assert!(serde_json::from_value::<kcache_reflector::WatchEvent<DynamicObject>>(broken).is_err());
+    let next = watch.next().await;
+    assert_eq!(next["object"]["apiVersion"], "v1");
+    assert_eq!(summary(&next).0, "MODIFIED");
+    // The stored object is untouched; the broken event is on record.
+    let stored = server.get(&pods, Some("ns"), "p0").unwrap();
+    assert_eq!(stored.api_version.as_deref(), Some("v1"));
+    let sent = server.undecodable_events();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        (
+            sent[0].event_type,
+            sent[0].name.as_str(),
+            sent[0].resource_version.as_str()
+        ),
+        ("MODIFIED", "p0", broken_rv.as_str())
+    );
+
+    server.inject(Fault::watch(FaultKind::UndecodableDeletedAfter(0)));
+    let mut watch = client
+        .watch(&format!(
+            "/api/v1/pods?watch=1&resourceVersion={}",
+            server.resource_version()
+        ))
+        .await;
+    server.delete(&pods, Some("ns"), "p1").unwrap();
+    let deleted = watch.next().await;
+    assert_eq!(summary(&deleted).0, "DELETED");
+    assert_eq!(deleted["object"]["apiVersion"], 7);
+    assert_eq!(server.undecodable_events()[1].event_type, "DELETED");
+}
+
+#[tokio::test]
+async fn repeated_continue_token_waits_for_a_page_with_a_token() {
+    let server = server_with_pods(3).await;
+    let client = Client::new(&server);
+    server.inject(Fault::new(Verb::List, FaultKind::RepeatContinue));
+    // A first page has no token to repeat: the fault waits.
+    let first = client.get("/api/v1/pods?limit=1").await.json();
+    let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    let second = page(&client, 1, &token).await.json();
+    assert_eq!(second["metadata"]["continue"], token.as_str());
+    // Once.
+    let again = page(&client, 1, &token).await.json();
+    assert_ne!(again["metadata"]["continue"], token.as_str());
+}
+
+#[tokio::test]
+async fn streaming_list_without_its_initial_events_bookmark() {
+    let server = server_with_pods(2).await;
+    let client = Client::new(&server);
+    let path = "/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan\
+                &allowWatchBookmarks=true";
+    // A plain watch does not take the fault.
+    server.inject(Fault::watch(FaultKind::NoInitialEventsEndThenClose));
+    server.inject(Fault::watch(FaultKind::NoInitialEventsEndThenStall));
+    let mut plain = client.watch("/api/v1/pods?watch=1").await;
+    assert_eq!(summary(&plain.next().await).0, "ADDED");
+
+    let mut closed = client.watch(path).await;
+    assert_eq!(summary(&closed.next().await).1, "p0");
+    assert_eq!(summary(&closed.next().await).1, "p1");
+    assert_eq!(closed.end(WAIT).await, End::Clean);
+
+    let mut stalled = client.watch(path).await;
+    stalled.next().await;
+    stalled.next().await;
+    assert_eq!(
+        stalled
+            .next_line(Duration::from_millis(300))
+            .await
+            .unwrap_err(),
+        End::Timeout
     );
 }

@@ -7,4 +7,7 @@ mod fake_api_server_client;
 mod fake_api_server_faults;
 mod fake_api_server_kubectl;
 mod fake_proxy;
+mod hostile;
+mod hostile_support;
+mod log_capture;
 mod workload;
