@@ -596,12 +596,10 @@ impl<T: Object> Reflector<T> {
             match self.watch_list(cancel).await {
                 Ok(Some(s)) => stream = Some(s),
                 Ok(None) => return Ok(()),
-                Err(e) => {
-                    tracing::warn!(
-                        error = %ErrorChain(&e),
-                        "streaming list failed; falling back to a paginated list"
-                    );
-                }
+                Err(e) => self.report(
+                    &e,
+                    "streaming list failed; falling back to a paginated list",
+                ),
             }
         }
         if stream.is_none() && !self.list(cancel).await? {

@@ -120,7 +120,7 @@ async fn streaming_list_ignored_by_an_old_server_falls_back_after_the_idle_timeo
         watch("2"),
     ]);
     env.assert_store_matches();
-    assert_eq!(env.errors().len(), 2, "{:?}", env.errors());
+    assert_eq!(env.errors().len(), 3, "{:?}", env.errors());
 }
 
 #[tokio::test(start_paused = true)]

@@ -390,10 +390,10 @@ async fn falls_back_without_the_bookmark(
     // Three attempts (the default), then one paginated list and a plain watch.
     assert_eq!(server.count(ScriptedRequest::is_streaming_list), 3);
     assert_eq!(server.count(ScriptedRequest::is_list), 1);
-    // Each failed attempt is reported: the first two to the hook and the log as retried, the
-    // last to the log as the fallback.
+    // Each failed attempt is reported to the hook and the log: the first two as retried, the
+    // last as the fallback.
     let failed = run.reported_of(failure);
-    assert_eq!(failed.len(), 2, "{:?}", run.reported());
+    assert_eq!(failed.len(), 3, "{:?}", run.reported());
     assert!(failed[0].chain.contains(text), "{failed:?}");
     let lines = logs.warnings("streaming list failed");
     assert_eq!(lines.len(), 3, "{lines:#?}");
