@@ -8,6 +8,7 @@ mod auth;
 mod client_key;
 mod exact_capacity;
 mod exec_limits;
+mod failure_chain;
 mod impersonate;
 mod in_cluster;
 mod informer;
