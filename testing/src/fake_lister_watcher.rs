@@ -108,6 +108,9 @@ enum WatchFault {
     Close,
 }
 
+/// The sending side of a fake watch.
+type WatchSender<T> = mpsc::UnboundedSender<Result<WatchEvent<T>, Error>>;
+
 struct Watcher<T> {
     tx: mpsc::UnboundedSender<Result<WatchEvent<T>, Error>>,
     bookmarks: bool,
@@ -437,28 +440,14 @@ impl<T: FakeObject> Inner<T> {
                 }
                 WatchListSupport::Ignore => initial_events = false,
                 WatchListSupport::NoBookmark => {
-                    for (k, o) in self
-                        .objects
-                        .iter()
-                        .filter(|(_, o)| selector.matches_object(*o))
-                    {
-                        let ev = WatchEvent::Added(o.clone());
-                        let _ = tx.send(Self::item(&ev, self.poisoned.get(k).copied()));
-                    }
+                    self.send_state(&tx, &selector);
                     return Ok(Box::pin(stream));
                 }
             }
         }
         let rv = opts.resource_version.as_str();
         if initial_events || rv.is_empty() || rv == "0" {
-            for (k, o) in self
-                .objects
-                .iter()
-                .filter(|(_, o)| selector.matches_object(*o))
-            {
-                let ev = WatchEvent::Added(o.clone());
-                let _ = tx.send(Self::item(&ev, self.poisoned.get(k).copied()));
-            }
+            self.send_state(&tx, &selector);
             if initial_events && opts.allow_watch_bookmarks {
                 let _ = tx.send(Ok(WatchEvent::Bookmark(Bookmark::initial_events_end(
                     self.rv.to_string(),
@@ -482,6 +471,18 @@ impl<T: FakeObject> Inner<T> {
             selector,
         });
         Ok(Box::pin(stream))
+    }
+
+    /// Sends the selected state as `ADDED` events (undecodable ones as such).
+    fn send_state(&self, tx: &WatchSender<T>, selector: &Selector) {
+        for (k, o) in self
+            .objects
+            .iter()
+            .filter(|(_, o)| selector.matches_object(*o))
+        {
+            let ev = WatchEvent::Added(o.clone());
+            let _ = tx.send(Self::item(&ev, self.poisoned.get(k).copied()));
+        }
     }
 
     fn too_old(&self, rv: &str) -> Status {
