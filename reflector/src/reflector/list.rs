@@ -1,0 +1,174 @@
+//! The reflector's list: client-go's pager (continue tokens, the expired-continue fallback,
+//! bounded pages) and the replace that leaves out objects it cannot key.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use kcache_store::Object;
+use tokio_util::sync::CancellationToken;
+
+use super::{DEFAULT_PAGE_SIZE, Reflector, cancellable};
+use crate::{DecodeError, Error, ErrorChain, EventType, ListOptions, ObjectList, ObjectRef};
+
+impl<T: Object> Reflector<T> {
+    /// Leaves out (and reports) objects without a name: no key can be made for them.
+    fn named(&self, items: Vec<T>) -> Vec<T> {
+        if items.iter().all(has_name) {
+            return items;
+        }
+        items
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, o)| {
+                if has_name(&o) {
+                    return Some(o);
+                }
+                self.reporter
+                    .decode(&nameless(format!("list item {i}"), &o, None));
+                None
+            })
+            .collect()
+    }
+
+    /// Lists into the store. `Ok(false)` when cancelled.
+    pub(super) async fn list(&self, cancel: &CancellationToken) -> Result<bool, Error> {
+        let rv = self.relist_resource_version();
+        let page_size = match self.page_size {
+            Some(n) => n,
+            None if self.state().paginated_result => DEFAULT_PAGE_SIZE,
+            None if !rv.is_empty() && rv != "0" => 0,
+            None => DEFAULT_PAGE_SIZE,
+        };
+        let opts = ListOptions {
+            resource_version: rv.clone(),
+            ..self.options()
+        };
+        let Some(result) = cancellable(cancel, self.pager_list(opts, page_size)).await else {
+            return Ok(false);
+        };
+        let (list, paginated) = match result {
+            Err(e) if e.is_gone() || e.is_too_large_rv() => {
+                tracing::debug!(error = %ErrorChain(&e), "relisting at the latest version");
+                self.set_rv_unavailable(true);
+                let opts = ListOptions {
+                    resource_version: self.relist_resource_version(),
+                    ..self.options()
+                };
+                match cancellable(cancel, self.pager_list(opts, page_size)).await {
+                    None => return Ok(false),
+                    Some(r) => r?,
+                }
+            }
+            r => r?,
+        };
+        {
+            let mut s = self.state();
+            if rv == "0" && paginated {
+                s.paginated_result = true;
+            }
+            s.rv_unavailable = false;
+        }
+        for d in &list.skipped {
+            self.reporter.decode(d);
+        }
+        let items: Vec<Arc<T>> = self
+            .named(list.items)
+            .into_iter()
+            .map(|o| self.prepare(o))
+            .collect();
+        self.store
+            .replace(items, &list.resource_version)
+            .map_err(Error::Store)?;
+        self.set_last_sync_rv(&list.resource_version);
+        Ok(true)
+    }
+
+    /// client-go's pager: follows continue tokens, clears the RV on later pages, and after an
+    /// expired continue token lists everything at once at the requested RV. Also says whether
+    /// the result came in pages.
+    async fn pager_list(
+        &self,
+        mut opts: ListOptions,
+        page_size: i64,
+    ) -> Result<(ObjectList<T>, bool), Error> {
+        if opts.limit.unwrap_or(0) == 0 {
+            opts.limit = (page_size > 0).then_some(page_size);
+        }
+        let requested_rv = opts.resource_version.clone();
+        let requested_rvm = opts.resource_version_match;
+        let mut acc: Option<ObjectList<T>> = None;
+        let mut paginated = false;
+        let mut tokens = HashSet::new();
+        loop {
+            if tokens.len() >= self.max_list_pages {
+                return Err(Error::Limit(format!(
+                    "the list did not end within {} pages (the reflector's max_list_pages)",
+                    self.max_list_pages
+                )));
+            }
+            let page = match self.lw.list(&opts).await {
+                Ok(page) => page,
+                Err(e) if e.is_expired() && !opts.continue_token.is_empty() => {
+                    tracing::debug!("continue token expired, listing everything at once");
+                    opts.limit = None;
+                    opts.continue_token.clear();
+                    opts.resource_version = requested_rv;
+                    opts.resource_version_match = requested_rvm;
+                    return Ok((self.lw.list(&opts).await?, paginated));
+                }
+                Err(e) => return Err(e),
+            };
+            let next = page.next_page_token().map(str::to_owned);
+            let page = match acc.take() {
+                None => page,
+                Some(mut all) => {
+                    all.items.extend(page.items);
+                    all.skipped.extend(page.skipped);
+                    all
+                }
+            };
+            match next {
+                None => {
+                    let mut page = page;
+                    page.continue_token = None;
+                    return Ok((page, paginated));
+                }
+                Some(token) => {
+                    acc = Some(page);
+                    if !tokens.insert(token.clone()) {
+                        return Err(Error::Limit(format!(
+                            "the server repeated the continue token of an earlier page (after {} pages)",
+                            tokens.len()
+                        )));
+                    }
+                    opts.continue_token = token;
+                    opts.resource_version.clear();
+                    opts.resource_version_match = None;
+                    paginated = true;
+                }
+            }
+        }
+    }
+}
+
+/// Whether `obj` has a name (without one no key can be made).
+pub(super) fn has_name<T: Object>(obj: &T) -> bool {
+    obj.name().is_some_and(|n| !n.is_empty())
+}
+
+/// The report of an object without a name.
+pub(super) fn nameless<T: Object>(
+    context: impl Into<String>,
+    obj: &T,
+    event_type: Option<EventType>,
+) -> DecodeError {
+    DecodeError::new(context, "metadata.name is missing or empty")
+        .with_event_type(event_type)
+        .with_path(Some("metadata.name".to_owned()))
+        .with_object(Some(ObjectRef {
+            namespace: obj.namespace().map(str::to_owned),
+            resource_version: obj.resource_version().map(str::to_owned),
+            uid: obj.uid().map(str::to_owned),
+            ..ObjectRef::default()
+        }))
+}
