@@ -12,7 +12,7 @@ use crate::ApiResource;
 /// The `Accept` header of every request: JSON only. No `Accept-Encoding` is sent: watch-list
 /// responses would be multi-member gzip (one member per flush) and list bodies are decoded from
 /// one buffer anyway, so compression would cost CPU on both ends for loopback-fast clusters and
-/// needs a multi-member decoder to be correct (api-protocol.md 2.6).
+/// needs a multi-member decoder to be correct.
 pub(crate) const ACCEPT_JSON: &str = "application/json";
 
 /// The user agent sent by default.

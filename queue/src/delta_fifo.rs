@@ -17,7 +17,7 @@ use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue, 
 /// client-go's `DeltaFIFO`: for every key, the deltas accumulated since it was last popped,
 /// oldest first; keys pop in the order they were first queued.
 ///
-/// The rules (client-go's, see `reference/client-go-tools-cache.md` §3):
+/// The rules (client-go's `DeltaFIFO`):
 /// - `add`/`update` queue `Added`/`Updated`; a later delta for a queued key does not move it.
 /// - `delete` queues `Deleted`, unless the key is neither queued nor in the known objects
 ///   (without known objects: unless it is not queued), in which case it is dropped.

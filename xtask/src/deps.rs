@@ -1,5 +1,5 @@
-//! `cargo xtask deps`: checks every dependency edge of the workspace against the layering of
-//! `GUIDE.md` section 1.
+//! `cargo xtask deps`: checks every dependency edge of the workspace against the layer table of
+//! `ARCHITECTURE.md`.
 //!
 //! The rules, read from `cargo metadata --no-deps`:
 //! - A normal or build dependency from a crate of [`LAYERS`] on a workspace crate (or any
@@ -84,8 +84,8 @@ const RUNTIME_ALLOWED: &[(&str, &str)] = &[("kcache-informer", "rt")];
 /// `tokio` features that bring in a runtime or sockets.
 const RUNTIME_FEATURES: &[&str] = &["rt", "rt-multi-thread", "net", "full"];
 
-/// The section of the guide that the layering rules come from.
-const GUIDE: &str = "GUIDE.md 1";
+/// Where the layering rules are written down.
+const GUIDE: &str = "ARCHITECTURE.md, Layers";
 
 /// The kind of a dependency edge, as `cargo metadata` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,7 +282,7 @@ fn check_external(from: &str, to: &str, dependency: &Value, violation: &mut impl
             };
             violation(format!(
                 "enables tokio {features} {}: library crates leave the runtime and sockets to the \
-                 application (GUIDE.md 3)",
+                 application (ARCHITECTURE.md, Layers)",
                 enabled.join(", ")
             ));
         }
@@ -449,7 +449,7 @@ mod tests {
         let metadata = with_dep(legal(), "kcache-store", dep("kcache-queue", None, &[]));
         assert_eq!(
             single(&metadata, "kcache-store", "kcache-queue"),
-            "kcache-store -> kcache-queue: not allowed by the layering table (GUIDE.md 1)"
+            "kcache-store -> kcache-queue: not allowed by the layering table (ARCHITECTURE.md, Layers)"
         );
     }
 

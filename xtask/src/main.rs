@@ -1,7 +1,7 @@
 //! `cargo xtask`: the project's own automation, written in Rust so it runs wherever cargo does.
 //!
 //! Run `cargo xtask help` for the list of tasks. Each task lives in its own module:
-//! [`ci`] runs every check CI runs, [`deps`] enforces the crate layering of `GUIDE.md` section 1,
+//! [`ci`] runs every check CI runs, [`deps`] enforces the crate layering of `ARCHITECTURE.md`,
 //! [`tidy`] enforces the repository's file conventions, [`fuzz`] runs the fuzz targets briefly,
 //! [`chaos`] runs the full-stack chaos suite for many seeds and [`bench`](mod@bench) compares kcache with
 //! kube-rs (none of these three is part of `ci`).
@@ -27,7 +27,7 @@ Usage: cargo xtask <TASK>
 
 Tasks:
   ci      run every CI check in order: fmt, clippy, test, doc, deps, tidy
-  deps    check every dependency edge against the layering table (GUIDE.md 1)
+  deps    check every dependency edge against the layering table (ARCHITECTURE.md)
   tidy    check file headers, leftover debug macros, package names and manifests
   fuzz    run each client-http fuzz target briefly (nightly; `--seconds N`, default 30)
   chaos   the full stack against the fake API server with random faults (`--seeds N`, default

@@ -38,7 +38,7 @@
 //!   tokens, streaming lists without their initial-events bookmark; plus [`compact`](FakeApiServer::compact),
 //!   [`expire_continue_tokens`](FakeApiServer::expire_continue_tokens) and stale `RV=0` reads.
 //!
-//! # Not supported (api-protocol.md 7.1/7.2), and why
+//! # Not supported, and why
 //!
 //! - Protobuf and CBOR (JSON only; other `Accept` types get 406), gzip responses.
 //! - Authentication and authorization (any token is accepted, and with

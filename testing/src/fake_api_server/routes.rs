@@ -619,7 +619,7 @@ pub(crate) async fn wait_for_rv(shared: &Shared, rv: u64) -> Result<u64, u64> {
 
 #[allow(
     clippy::too_many_lines,
-    reason = "the RV table of api-protocol.md 1.4 in one place"
+    reason = "the API server's resource-version table for lists in one place"
 )]
 /// A list page. With `repeat_continue` (a [`FaultKind::RepeatContinue`] fault) the page names
 /// the request's own continue token as the next one.
