@@ -24,8 +24,10 @@ struct Spans {
 impl Logs {
     /// Starts capturing on this thread; stops when the guard is dropped.
     pub(crate) fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
+        install_global();
         let logs = Self::default();
         let guard = tracing::subscriber::set_default(logs.clone());
+        tracing::callsite::rebuild_interest_cache();
         (logs, guard)
     }
 
@@ -93,4 +95,35 @@ impl Subscriber for Logs {
     fn exit(&self, _: &Id) {
         self.1.lock().unwrap().entered.pop();
     }
+}
+
+/// A process-wide subscriber that keeps nothing but tells `tracing` that every callsite may be
+/// wanted. Without a global one, a callsite first hit on a thread that captures nothing can be
+/// cached as never enabled, and a capture on another thread then misses its lines; with it,
+/// every event asks the thread's current subscriber.
+struct Undecided;
+
+impl Subscriber for Undecided {
+    fn register_callsite(&self, _: &'static Metadata<'static>) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::sometimes()
+    }
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        false
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, _: &Event<'_>) {}
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+/// Installs [`Undecided`] once per test binary.
+fn install_global() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = tracing::subscriber::set_global_default(Undecided);
+    });
 }
