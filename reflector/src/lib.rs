@@ -57,6 +57,7 @@ mod error_chain;
 mod lister_watcher;
 mod object_list;
 mod options;
+pub mod reason;
 mod reflector;
 mod report;
 mod retry;
@@ -76,9 +77,5 @@ pub use self::reflector::{
 };
 pub use self::report::{ErrorHook, LOG_BURST, LOG_WINDOW};
 pub use self::retry::RetryWithDeadline;
-pub use self::status::{
-    CAUSE_RESOURCE_VERSION_TOO_LARGE, REASON_BAD_REQUEST, REASON_EXPIRED, REASON_GONE,
-    REASON_INTERNAL_ERROR, REASON_INVALID, REASON_TIMEOUT, REASON_TOO_MANY_REQUESTS, Status,
-    StatusCause, StatusDetails, StatusMetadata, TOO_LARGE_RESOURCE_VERSION_MESSAGE,
-};
+pub use self::status::{Status, StatusCause, StatusDetails, StatusMetadata};
 pub use self::watch_event::{Bookmark, EventType, INITIAL_EVENTS_END_ANNOTATION, WatchEvent};

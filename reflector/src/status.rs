@@ -5,24 +5,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// The reason of a compacted (too old) resource version or an expired continue token.
-pub const REASON_EXPIRED: &str = "Expired";
-/// The legacy (Kubernetes 1.17 and older) form of [`REASON_EXPIRED`].
-pub const REASON_GONE: &str = "Gone";
-/// The reason of a throttled request (429).
-pub const REASON_TOO_MANY_REQUESTS: &str = "TooManyRequests";
-/// The reason of a server-side timeout (504), also used for a too large resource version.
-pub const REASON_TIMEOUT: &str = "Timeout";
-/// The reason of a 500 answer.
-pub const REASON_INTERNAL_ERROR: &str = "InternalError";
-/// The reason of invalid request options (422).
-pub const REASON_INVALID: &str = "Invalid";
-/// The reason of a bad request (400).
-pub const REASON_BAD_REQUEST: &str = "BadRequest";
-/// The cause type of a resource version newer than the server has seen.
-pub const CAUSE_RESOURCE_VERSION_TOO_LARGE: &str = "ResourceVersionTooLarge";
-/// The message text that marks a too large resource version.
-pub const TOO_LARGE_RESOURCE_VERSION_MESSAGE: &str = "Too large resource version";
+use crate::reason::{
+    CAUSE_RESOURCE_VERSION_TOO_LARGE, EXPIRED, GONE, INTERNAL_ERROR, TIMEOUT,
+    TOO_LARGE_RESOURCE_VERSION_MESSAGE, TOO_MANY_REQUESTS,
+};
 
 /// `metav1.Status`: what the API server answers on an error, and the object of a watch `ERROR` event.
 ///
@@ -137,7 +123,7 @@ impl Status {
     /// 410 `Expired`, as sent for a compacted resource version or an expired continue token.
     #[must_use]
     pub fn expired(message: &str) -> Self {
-        Self::failure(410, REASON_EXPIRED, message)
+        Self::failure(410, EXPIRED, message)
     }
 
     /// 429 `TooManyRequests`, with `retryAfterSeconds` when given.
@@ -145,7 +131,7 @@ impl Status {
     pub fn too_many_requests(retry_after_seconds: Option<i32>) -> Self {
         let mut s = Self::failure(
             429,
-            REASON_TOO_MANY_REQUESTS,
+            TOO_MANY_REQUESTS,
             "Too many requests, please try again later.",
         );
         if let Some(secs) = retry_after_seconds {
@@ -160,7 +146,7 @@ impl Status {
     /// 500 `InternalError` with `message`.
     #[must_use]
     pub fn internal_error(message: &str) -> Self {
-        Self::failure(500, REASON_INTERNAL_ERROR, message)
+        Self::failure(500, INTERNAL_ERROR, message)
     }
 
     /// 504 `Timeout` for a resource version newer than the server has seen, exactly as the watch
@@ -169,7 +155,7 @@ impl Status {
     pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
         let mut s = Self::failure(
             504,
-            REASON_TIMEOUT,
+            TIMEOUT,
             &format!("Timeout: Too large resource version: {requested}, current: {current}"),
         );
         s.details = Some(StatusDetails {
@@ -191,12 +177,12 @@ impl Status {
 
     /// Reason `Expired` (client-go's `IsResourceExpired`): what the pager's full-list fallback keys on.
     pub fn is_expired(&self) -> bool {
-        self.has_reason(REASON_EXPIRED)
+        self.has_reason(EXPIRED)
     }
 
     /// A 410: code 410, or reason `Expired` or `Gone` (client-go's `isExpiredError`).
     pub fn is_gone(&self) -> bool {
-        self.code == Some(410) || self.is_expired() || self.has_reason(REASON_GONE)
+        self.code == Some(410) || self.is_expired() || self.has_reason(GONE)
     }
 
     /// A resource version newer than the server knows: a `ResourceVersionTooLarge` cause, or a
@@ -209,7 +195,7 @@ impl Status {
         {
             return true;
         }
-        if !(self.has_reason(REASON_TIMEOUT) || self.code == Some(504)) {
+        if !(self.has_reason(TIMEOUT) || self.code == Some(504)) {
             return false;
         }
         let says =
@@ -219,12 +205,12 @@ impl Status {
 
     /// A 429: code 429 or reason `TooManyRequests`.
     pub fn is_too_many_requests(&self) -> bool {
-        self.code == Some(429) || self.has_reason(REASON_TOO_MANY_REQUESTS)
+        self.code == Some(429) || self.has_reason(TOO_MANY_REQUESTS)
     }
 
     /// A 500: reason `InternalError`.
     pub fn is_internal_error(&self) -> bool {
-        self.has_reason(REASON_INTERNAL_ERROR)
+        self.has_reason(INTERNAL_ERROR)
     }
 
     /// `details.retryAfterSeconds` when positive.
@@ -271,10 +257,10 @@ mod tests {
     fn gone_forms() {
         assert!(Status::expired("x").is_gone());
         assert!(Status::failure(410, "Other", "x").is_gone());
-        assert!(Status::failure(0, REASON_GONE, "x").is_gone());
+        assert!(Status::failure(0, GONE, "x").is_gone());
         assert!(!Status::internal_error("x").is_gone());
         assert!(Status::expired("x").is_expired());
-        assert!(!Status::failure(410, REASON_GONE, "x").is_expired());
+        assert!(!Status::failure(410, GONE, "x").is_expired());
     }
 
     #[test]
@@ -282,11 +268,11 @@ mod tests {
         assert!(Status::too_large_resource_version(9, 5).is_too_large_rv());
         let by_message = Status::failure(
             504,
-            REASON_TIMEOUT,
+            TIMEOUT,
             "Timeout: Too large resource version: 9, current: 5",
         );
         assert!(by_message.is_too_large_rv());
-        assert!(!Status::failure(504, REASON_TIMEOUT, "slow").is_too_large_rv());
+        assert!(!Status::failure(504, TIMEOUT, "slow").is_too_large_rv());
         assert!(!Status::failure(500, "X", "Too large resource version").is_too_large_rv());
     }
 

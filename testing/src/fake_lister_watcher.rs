@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures_core::Stream;
 use kcache_reflector::{
     Bookmark, DecodeError, Error, EventType, ListOptions, ListerWatcher, ObjectList, ObjectRef,
-    REASON_BAD_REQUEST, REASON_INVALID, Status, WatchEvent, WatchStream,
+    Status, WatchEvent, WatchStream, reason,
 };
 use kcache_store::{DynamicObject, Object, ObjectKey, Selector, meta_namespace_key};
 use tokio::sync::{Notify, mpsc};
@@ -222,11 +222,11 @@ fn lock<T>(shared: &Shared<T>) -> MutexGuard<'_, Inner<T>> {
 }
 
 fn bad_request(message: &str) -> Error {
-    Error::api(Status::failure(400, REASON_BAD_REQUEST, message))
+    Error::api(Status::failure(400, reason::BAD_REQUEST, message))
 }
 
 fn invalid(message: &str) -> Error {
-    Error::api(Status::failure(422, REASON_INVALID, message))
+    Error::api(Status::failure(422, reason::INVALID, message))
 }
 
 impl<T: FakeObject> FakeListerWatcher<T> {
