@@ -1,37 +1,11 @@
-//! The queue crate's errors: what `pop` and a process function can fail with.
+//! The queue crate's errors: what `pop` and a process function can fail with. (The `Store`
+//! methods a queue implements return [`kcache_store::Error`].)
 
 use std::fmt;
 
-use kcache_store::{BoxError, KeyError};
+use kcache_store::BoxError;
 
 use crate::Deltas;
-
-/// `Result` with this crate's [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Errors of queue operations other than `pop`.
-///
-/// The [`Store`](kcache_store::Store) methods a queue implements return
-/// [`kcache_store::Error`]; this type converts into it, so either can be used with `?`.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The key function rejected an object; the queue was left unchanged.
-    #[error("couldn't create key for object")]
-    Key(#[from] KeyError),
-    /// An error of the store behind the queue.
-    #[error("store error")]
-    Store(#[from] kcache_store::Error),
-}
-
-impl From<Error> for kcache_store::Error {
-    fn from(err: Error) -> Self {
-        match err {
-            Error::Key(e) => Self::Key(e),
-            Error::Store(e) => e,
-        }
-    }
-}
 
 /// Why `pop` returned without processing an item successfully.
 #[derive(Debug, thiserror::Error)]

@@ -99,7 +99,7 @@ mod transform;
 
 pub use self::delta::{Delta, DeltaType, Deltas};
 pub use self::delta_fifo::{DeltaFifo, DeltaFifoBuilder};
-pub use self::error::{Error, PopError, ProcessError, Result};
+pub use self::error::{PopError, ProcessError};
 pub use self::fifo::Fifo;
 pub use self::queue::{PopFuture, ProcessFn, Queue};
 pub use self::real_fifo::{RealFifo, RealFifoBuilder};

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use kcache_queue::{
-    Delta, DeltaFifo, DeltaFifoBuilder, Deltas, Error, Fifo, PopError, ProcessError, Queue,
-    RealFifo, RealFifoBuilder,
+    Delta, DeltaFifo, DeltaFifoBuilder, Deltas, Fifo, PopError, ProcessError, Queue, RealFifo,
+    RealFifoBuilder,
 };
 use kcache_store::DynamicObject;
 
@@ -23,7 +23,6 @@ fn public_types_are_send_sync() {
     send_sync::<Deltas<DynamicObject>>();
     send_sync::<ProcessError<DynamicObject>>();
     send_sync::<PopError>();
-    send_sync::<Error>();
     send_sync::<Arc<dyn Queue<DynamicObject>>>();
 }
 
