@@ -8,9 +8,9 @@
 use std::io;
 use std::path::PathBuf;
 
-/// A boxed error, the source type of the variants that wrap other crates' errors (so that YAML,
-/// base64, PEM and TLS crates stay out of this crate's API).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+/// The source type of the variants that wrap other crates' errors (so that YAML, base64, PEM
+/// and TLS crates stay out of this crate's API): the workspace's one boxed error.
+pub use kcache_store::BoxError;
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

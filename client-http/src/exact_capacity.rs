@@ -176,57 +176,37 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for ExactSeed<'_, S> {
     }
 }
 
-macro_rules! forward_deserialize {
-    ($($method:ident),* $(,)?) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-            self.inner.$method(ExactVisitor { inner: visitor, ctx: self.ctx })
-        }
-    )*};
-}
-
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<'_, D> {
     type Error = D::Error;
 
-    forward_deserialize!(
-        deserialize_any,
-        deserialize_bool,
-        deserialize_i8,
-        deserialize_i16,
-        deserialize_i32,
-        deserialize_i64,
-        deserialize_i128,
-        deserialize_u8,
-        deserialize_u16,
-        deserialize_u32,
-        deserialize_u64,
-        deserialize_u128,
-        deserialize_f32,
-        deserialize_f64,
-        deserialize_char,
-        deserialize_str,
-        deserialize_string,
-        deserialize_bytes,
-        deserialize_byte_buf,
-        deserialize_option,
-        deserialize_unit,
-        deserialize_seq,
-        deserialize_map,
-        deserialize_identifier,
+    crate::forward::forward_deserialize!(
+        ExactVisitor { ctx };
+        deserialize_any(),
+        deserialize_bool(),
+        deserialize_i8(),
+        deserialize_i16(),
+        deserialize_i32(),
+        deserialize_i64(),
+        deserialize_i128(),
+        deserialize_u8(),
+        deserialize_u16(),
+        deserialize_u32(),
+        deserialize_u64(),
+        deserialize_u128(),
+        deserialize_f32(),
+        deserialize_f64(),
+        deserialize_char(),
+        deserialize_str(),
+        deserialize_string(),
+        deserialize_bytes(),
+        deserialize_byte_buf(),
+        deserialize_option(),
+        deserialize_unit(),
+        deserialize_seq(),
+        deserialize_map(),
+        deserialize_identifier(),
+        deserialize_unit_struct(name: &'static str),
     );
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_unit_struct(
-            name,
-            ExactVisitor {
-                inner: visitor,
-                ctx: self.ctx,
-            },
-        )
-    }
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,

@@ -1,8 +1,28 @@
-//! The forwarding every deserializer wrapper of this crate needs: a `Visitor` whose primitive
-//! `visit_*` methods hand the value to the wrapped visitor (`self.inner`) untouched.
+//! The forwarding every deserializer wrapper of this crate needs: a `Deserializer` whose
+//! `deserialize_*` methods hand the call to the wrapped deserializer (`self.inner`) with the
+//! visitor wrapped, and a `Visitor` whose primitive `visit_*` methods hand the value to the
+//! wrapped visitor (`self.inner`) untouched.
 //!
 //! Used by [`SkipManagedFields`](crate::SkipManagedFields)' filter and by the exact-capacity
 //! wrapper; each writes out only the methods it changes (sequences, maps, options, enums).
+
+/// Expands, inside an `impl Deserializer<'de> for W` whose `inner` field is the wrapped
+/// deserializer, to the listed `deserialize_*` methods (with their extra arguments), each
+/// calling the same method of `self.inner` with the visitor wrapped as
+/// `Wrapper { inner: visitor, field: self.field }`.
+macro_rules! forward_deserialize {
+    ($wrapper:ident { $field:ident }; $($method:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {$(
+        fn $method<V: serde::de::Visitor<'de>>(
+            self,
+            $($arg: $ty,)*
+            visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.inner.$method($($arg,)* $wrapper { inner: visitor, $field: self.$field })
+        }
+    )*};
+}
+
+pub(crate) use forward_deserialize;
 
 /// Expands, inside an `impl Visitor<'de> for W` whose `inner` field is the wrapped visitor, to
 /// every primitive `visit_*` method forwarding to `self.inner`.

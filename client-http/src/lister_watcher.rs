@@ -122,12 +122,11 @@ impl<T> HttpListerWatcherBuilder<T> {
     ///
     /// `serde_json` gives no lengths, so a `Vec` grows by doubling and keeps the slack: about a
     /// sixth of a typed k8s-openapi `Pod`. With this on, each object is first scanned to count
-    /// the elements of its arrays, and every vector is allocated once at its final size. In
-    /// `cargo xtask bench` (20,000 pods, an informer on its own thread): 31.9 KB per cached pod
-    /// instead of 38.0 KB, a sync peak of 637 MB instead of 760 MB, and 4-6% fewer watch events/s
-    /// (the scan costs about 12% of decoding: `cargo bench -p kcache-client-http --bench decode
-    /// -- pod/`). Worth it for large caches, where memory is the limit; types that ignore size
-    /// hints (`DynamicObject`) gain nothing.
+    /// the elements of its arrays, and every vector is allocated once at its final size: less
+    /// memory per cached object for a little more decoding time (the README's bench section has
+    /// the figures; `cargo bench -p kcache-client-http --bench decode -- pod/` measures the
+    /// scan). Worth it for large caches, where memory is the limit; types that ignore size hints
+    /// (`DynamicObject`) gain nothing.
     pub fn exact_capacities(mut self, on: bool) -> Self {
         self.inner.decode.exact_capacities = on;
         self

@@ -82,22 +82,11 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for FilterSeed<S> {
     }
 }
 
-macro_rules! forward_deserialize {
-    ($($method:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {$(
-        fn $method<V: Visitor<'de>>(
-            self,
-            $($arg: $ty,)*
-            visitor: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.inner.$method($($arg,)* FilterVisitor { inner: visitor, level: self.level })
-        }
-    )*};
-}
-
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Filter<D> {
     type Error = D::Error;
 
-    forward_deserialize!(
+    crate::forward::forward_deserialize!(
+        FilterVisitor { level };
         deserialize_any(),
         deserialize_bool(),
         deserialize_i8(),

@@ -309,10 +309,9 @@ impl<T: Send + Sync + 'static> Listener<T> {
 /// the handler about it, so dropping an event can free a whole object: hundreds of allocations
 /// made by the thread that decoded it. Freeing them on another thread is slow with common
 /// allocators (glibc's malloc locks the owning thread's arena for each chunk, and the decoding
-/// thread stops reusing its own freed memory): measured on 5 KB pods, decoding into a cache
-/// ran at half the rate when old objects were dropped on a second thread. So a handled event is
-/// handed back to the pushing side (the informer's processing, next to where objects are
-/// decoded) and dropped there on its next push. When no push comes within [`SPENT_LINGER`],
+/// thread stops reusing its own freed memory; the header of `cargo xtask bench` measures it). So
+/// a handled event is handed back to the pushing side (the informer's processing, next to where
+/// objects are decoded) and dropped there on its next push. When no push comes within [`SPENT_LINGER`],
 /// the delivery thread drops what it handed back itself: nothing handled outlives a quiet spell.
 fn deliver<T: 'static>(shared: &Shared<T>, handler: &dyn ResourceEventHandler<T>) {
     // Whether the thread already waited briefly since the buffer ran dry.

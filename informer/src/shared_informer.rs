@@ -429,8 +429,8 @@ impl<T: Object> SharedIndexInformer<T> {
     /// and freed (when replaced or deleted) on another, and common allocators free memory from
     /// a foreign thread far more slowly: glibc's malloc locks the other thread's arena for every
     /// chunk. On its own thread the informer allocates and frees in one place (handler threads
-    /// hand their finished events back to it). With 5 KB pods and glibc this took in watch
-    /// events about 1.4x as fast (`cargo xtask bench`).
+    /// hand their finished events back to it), which takes in watch events markedly faster
+    /// (`cargo xtask bench` compares both; the README's bench section has the figures).
     ///
     /// Connections the lister-watcher opens from that thread are served by it; when the
     /// informer stops they close, and other users of a shared client (an HTTP/2 connection is

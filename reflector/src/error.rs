@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use crate::{DecodeError, Status};
 
-/// A boxed error from a transport or a decoder.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use kcache_store::BoxError;
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

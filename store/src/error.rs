@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-/// A boxed error from user code: a key function or an index function.
+/// A boxed error: the one error box of the workspace (user code such as key and index
+/// functions, transports and decoders; `kcache-reflector` and `kcache-client-http` re-export it).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// `Result` with this crate's [`Error`].
