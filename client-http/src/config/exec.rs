@@ -427,69 +427,10 @@ fn parse_credential(config: &ExecConfig, stdout: &[u8]) -> Result<ExecOutput> {
     })
 }
 
-/// Parses an RFC 3339 timestamp (`2026-07-24T10:00:00Z`, fractions and offsets allowed).
+/// Parses an RFC 3339 timestamp (`2026-07-24T10:00:00Z`, fractions and offsets allowed), with
+/// jiff's full validation (day of the month included).
 pub(crate) fn parse_rfc3339(s: &str) -> Option<SystemTime> {
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = s.get(r)?;
-        if part.bytes().all(|c| c.is_ascii_digit()) {
-            part.parse().ok()
-        } else {
-            None
-        }
-    };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
-        return None;
-    }
-    if second > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut nanos: u32 = 0;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        let digits = &s[start..i.min(start + 9)];
-        let scale = 10u32.pow(u32::try_from(9 - digits.len()).ok()?);
-        nanos = digits.parse::<u32>().ok()? * scale;
-    }
-    let offset = match b.get(i)? {
-        b'Z' | b'z' if i + 1 == b.len() => 0,
-        sign @ (b'+' | b'-') if i + 6 == b.len() && b[i + 3] == b':' => {
-            let minutes = num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?;
-            if *sign == b'+' {
-                minutes * 60
-            } else {
-                -minutes * 60
-            }
-        }
-        _ => return None,
-    };
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
-    let secs = u64::try_from(secs).ok()?;
-    Some(SystemTime::UNIX_EPOCH + Duration::new(secs, nanos))
+    s.parse::<jiff::Timestamp>().ok().map(SystemTime::from)
 }
 
 #[cfg(test)]
@@ -519,6 +460,8 @@ mod tests {
             "2026-07-24T10:00:00",
             "x026-07-24T10:00:00Z",
             "2026-07-24T10:00:00.Z",
+            "2026-02-31T10:00:00Z",
+            "2026-04-31T10:00:00Z",
         ] {
             assert_eq!(t(bad), None, "{bad}");
         }
