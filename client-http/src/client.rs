@@ -11,8 +11,8 @@ use http::{Request, Response, StatusCode};
 
 use crate::auth::Authenticator;
 use crate::config::userinfo;
-use crate::response::error_status;
-use crate::tls::CertSlot;
+use crate::transport::response::error_status;
+use crate::transport::tls::CertSlot;
 use crate::transport::{HyperTransport, ResponseBody, Transport};
 use crate::{Auth, Config, Error};
 
@@ -61,7 +61,7 @@ impl Client {
     /// among them a client key that does not match the client certificate.
     pub fn new(config: Config) -> Result<Self, Error> {
         let slot = Arc::new(CertSlot::default());
-        let tls = crate::tls::client_config(&config, slot.clone())?;
+        let tls = crate::transport::tls::client_config(&config, slot.clone())?;
         let transport = HyperTransport::from_tls(&config, tls)?;
         Self::build(config, Arc::new(transport), slot)
     }

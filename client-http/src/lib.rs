@@ -88,39 +88,28 @@ mod api_resource;
 mod auth;
 mod client;
 mod config;
-mod connector;
 mod decode;
 mod error;
-mod exact_capacity;
-mod forward;
-mod impersonate;
 mod lister_watcher;
-mod managed_fields;
-mod proxy;
-mod request;
-mod response;
-mod secret;
-mod tls;
 mod transport;
-mod watch_decoder;
 
 pub use self::api_resource::ApiResource;
+pub use self::auth::impersonate::Impersonate;
+pub use self::auth::secret::Secret;
 pub use self::client::Client;
 pub use self::config::{
     Auth, AuthInfo, Cluster, Config, Context, ExecApiVersion, ExecConfig, ExecEnvVar, ExecSpec,
     Identity, InClusterOptions, Kubeconfig, KubeconfigOptions, NamedAuthInfo, NamedCluster,
     NamedContext, fuzz_kubeconfig,
 };
+pub use self::decode::managed_fields::SkipManagedFields;
+pub use self::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, fuzz_watch_decoder};
 pub use self::decode::{DecodeErrorHook, decode_list};
 pub use self::error::{BoxError, Error, Result};
-pub use self::impersonate::Impersonate;
 pub use self::lister_watcher::{
     DEFAULT_MAX_LIST_BYTES, HttpListerWatcher, HttpListerWatcherBuilder,
 };
-pub use self::managed_fields::SkipManagedFields;
-pub use self::proxy::{Proxy, ProxyProtocol, ProxyUrl};
-pub use self::secret::Secret;
+pub use self::transport::proxy::{Proxy, ProxyProtocol, ProxyUrl};
 pub use self::transport::{
     H2_PING_INTERVAL, H2_PING_TIMEOUT, HyperTransport, ResponseBody, Transport,
 };
-pub use self::watch_decoder::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, fuzz_watch_decoder};

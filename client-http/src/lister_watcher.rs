@@ -8,10 +8,10 @@ use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchStrea
 use kcache_store::Object;
 use serde::de::DeserializeOwned;
 
+use crate::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
 use crate::decode::{DecodeErrorHook, DecodeOptions, decode_list_with};
-use crate::request::{collection_url, get};
-use crate::response::collect_bounded;
-use crate::watch_decoder::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
+use crate::transport::request::{collection_url, get};
+use crate::transport::response::collect_bounded;
 use crate::{ApiResource, Client};
 
 /// Lists and watches one resource type through a [`Client`]: the

@@ -19,7 +19,7 @@ pub use self::kubeconfig::{
     AuthInfo, Cluster, Context, ExecEnvVar, ExecSpec, Kubeconfig, KubeconfigOptions, NamedAuthInfo,
     NamedCluster, NamedContext, fuzz_kubeconfig,
 };
-use crate::request::DEFAULT_USER_AGENT;
+use crate::transport::request::DEFAULT_USER_AGENT;
 use crate::{Error, Impersonate, Proxy, Result, Secret};
 
 /// How requests authenticate, besides a client certificate.

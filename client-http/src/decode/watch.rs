@@ -27,7 +27,7 @@ use serde::de::DeserializeOwned;
 
 use crate::SkipManagedFields;
 use crate::decode::DecodeOptions;
-use crate::exact_capacity::ArrayCounts;
+use crate::decode::exact_capacity::ArrayCounts;
 use crate::transport::ResponseBody;
 
 /// The default limit on the size of one watch event: 16 MiB (etcd's default request limit is

@@ -28,7 +28,7 @@ pub(crate) use forward_deserialize;
 /// every primitive `visit_*` method forwarding to `self.inner`.
 macro_rules! forward_primitive_visits {
     () => {
-        $crate::forward::forward_primitive_visits!(@each
+        $crate::decode::forward::forward_primitive_visits!(@each
             visit_bool(bool),
             visit_i8(i8),
             visit_i16(i16),

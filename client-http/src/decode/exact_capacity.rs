@@ -179,7 +179,7 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for ExactSeed<'_, S> {
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<'_, D> {
     type Error = D::Error;
 
-    crate::forward::forward_deserialize!(
+    crate::decode::forward::forward_deserialize!(
         ExactVisitor { ctx };
         deserialize_any(),
         deserialize_bool(),
@@ -310,7 +310,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for ExactVisitor<'_, V> {
         self.inner.expecting(f)
     }
 
-    crate::forward::forward_primitive_visits!();
+    crate::decode::forward::forward_primitive_visits!();
 
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
         self.inner.visit_some(Exact {

@@ -85,7 +85,7 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for FilterSeed<S> {
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Filter<D> {
     type Error = D::Error;
 
-    crate::forward::forward_deserialize!(
+    crate::decode::forward::forward_deserialize!(
         FilterVisitor { level };
         deserialize_any(),
         deserialize_bool(),
@@ -132,7 +132,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for FilterVisitor<V> {
         self.inner.expecting(f)
     }
 
-    crate::forward::forward_primitive_visits!();
+    crate::decode::forward::forward_primitive_visits!();
 
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         self.inner.visit_some(Filter {

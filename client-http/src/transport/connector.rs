@@ -16,7 +16,7 @@ use hyper_util::client::legacy::connect::proxy::{SocksV5, Tunnel};
 use tower_service::Service;
 
 use crate::error::BoxError;
-use crate::proxy::{Hop, ProxyProtocol, Route};
+use crate::transport::proxy::{Hop, ProxyProtocol, Route};
 
 /// The stream of a connection: what [`HttpConnector`] gives, tunnelled or not.
 type Stream = <HttpConnector as Service<Uri>>::Response;

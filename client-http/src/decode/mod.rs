@@ -1,10 +1,18 @@
-//! Decoding objects and list bodies, one item at a time.
+//! Decoding: list bodies (here), watch streams (`watch`), and the two deserializer wrappers
+//! every decode can use, `managed_fields` (skip `metadata.managedFields` unbuilt) and
+//! `exact_capacity` (size every vector exactly), over the shared forwarding of `forward`.
 //!
+//! Objects and list bodies are decoded one item at a time.
 //! A list body is parsed once into borrowed [`RawValue`]s (a fast scan, no allocation per item
 //! beyond the slice), then each item is decoded into `T` on its own: one item the type cannot
 //! hold (a corrupt object, a field of the wrong type) goes to the page's
 //! [`skipped`](ObjectList::skipped) (the reflector reports it and leaves it out of the cache)
 //! instead of failing the whole list, so it cannot stall the cache.
+
+pub(crate) mod exact_capacity;
+pub(crate) mod forward;
+pub(crate) mod managed_fields;
+pub(crate) mod watch;
 
 use std::sync::Arc;
 
@@ -14,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use crate::SkipManagedFields;
-use crate::exact_capacity::ArrayCounts;
+use crate::decode::exact_capacity::ArrayCounts;
 
 /// Called with every object the client skipped because it could not be decoded (list items
 /// and watch events alike).

@@ -1,5 +1,9 @@
 //! Request authentication at run time: the `Authorization` header of each request, refreshed
-//! from token files and exec plugins.
+//! from token files and exec plugins; `secret` (credentials that never print) and
+//! `impersonate` (the `Impersonate-*` headers) beside it.
+
+pub(crate) mod impersonate;
+pub(crate) mod secret;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -9,7 +13,7 @@ use base64::Engine as _;
 use http::HeaderValue;
 
 use crate::config::{ExecConfig, run_exec};
-use crate::tls::{CertSlot, certified_key};
+use crate::transport::tls::{CertSlot, certified_key};
 use crate::{Auth, Config, Error, Result, Secret};
 
 /// The credential for one request: the header (if any) and the generation it belongs to, so a

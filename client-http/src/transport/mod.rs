@@ -1,4 +1,6 @@
-//! The transport seam: [`Transport`] sends one HTTP request, [`HyperTransport`] is the default.
+//! The transport seam: [`Transport`] sends one HTTP request, [`HyperTransport`] is the default,
+//! over `connector` (TCP, proxies from `proxy`, TLS from `tls`); `request` builds the list and
+//! watch requests and `response` turns error answers into a `Status`.
 //!
 //! Everything above it (authentication, error mapping, decoding, the reflector and the informer)
 //! is independent of the HTTP stack. To use another one (a proxy-aware client, a test double, a
@@ -6,6 +8,12 @@
 //! [`Client::with_transport`](crate::Client::with_transport). The request carries an absolute
 //! URL and every header to send (including `Authorization`); the transport adds nothing but what
 //! its protocol needs, follows no redirects, and returns every response, whatever its status.
+
+pub(crate) mod connector;
+pub(crate) mod proxy;
+pub(crate) mod request;
+pub(crate) mod response;
+pub(crate) mod tls;
 
 use std::fmt;
 use std::pin::Pin;
@@ -21,9 +29,9 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
-use crate::connector::ProxyConnector;
 use crate::error::BoxError;
-use crate::proxy::Route;
+use crate::transport::connector::ProxyConnector;
+use crate::transport::proxy::Route;
 use crate::{Config, Error};
 
 /// A response body: its data frames as they arrive.
@@ -116,7 +124,7 @@ impl HyperTransport {
     /// [`Error::Invalid`] or [`Error::Unsupported`] when a proxy environment variable is not a
     /// usable proxy URL.
     pub fn new(config: &Config) -> Result<Self, Error> {
-        let tls = crate::tls::client_config(config, Arc::default())?;
+        let tls = crate::transport::tls::client_config(config, Arc::default())?;
         Self::from_tls(config, tls)
     }
 
