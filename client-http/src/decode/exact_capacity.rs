@@ -179,34 +179,7 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for ExactSeed<'_, S> {
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<'_, D> {
     type Error = D::Error;
 
-    crate::decode::forward::forward_deserialize!(
-        ExactVisitor { ctx };
-        deserialize_any(),
-        deserialize_bool(),
-        deserialize_i8(),
-        deserialize_i16(),
-        deserialize_i32(),
-        deserialize_i64(),
-        deserialize_i128(),
-        deserialize_u8(),
-        deserialize_u16(),
-        deserialize_u32(),
-        deserialize_u64(),
-        deserialize_u128(),
-        deserialize_f32(),
-        deserialize_f64(),
-        deserialize_char(),
-        deserialize_str(),
-        deserialize_string(),
-        deserialize_bytes(),
-        deserialize_byte_buf(),
-        deserialize_option(),
-        deserialize_unit(),
-        deserialize_seq(),
-        deserialize_map(),
-        deserialize_identifier(),
-        deserialize_unit_struct(name: &'static str),
-    );
+    crate::decode::forward::forward_deserialize!(ExactVisitor { ctx }; common);
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(
         self,
@@ -220,68 +193,6 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<'_, D> {
         }
         self.inner.deserialize_newtype_struct(
             name,
-            ExactVisitor {
-                inner: visitor,
-                ctx: self.ctx,
-            },
-        )
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(
-        self,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_tuple(
-            len,
-            ExactVisitor {
-                inner: visitor,
-                ctx: self.ctx,
-            },
-        )
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_tuple_struct(
-            name,
-            len,
-            ExactVisitor {
-                inner: visitor,
-                ctx: self.ctx,
-            },
-        )
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_struct(
-            name,
-            fields,
-            ExactVisitor {
-                inner: visitor,
-                ctx: self.ctx,
-            },
-        )
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        self.inner.deserialize_enum(
-            name,
-            variants,
             ExactVisitor {
                 inner: visitor,
                 ctx: self.ctx,

@@ -10,7 +10,46 @@
 /// deserializer, to the listed `deserialize_*` methods (with their extra arguments), each
 /// calling the same method of `self.inner` with the visitor wrapped as
 /// `Wrapper { inner: visitor, field: self.field }`.
+///
+/// `common` stands for every method but `deserialize_newtype_struct` and
+/// `deserialize_ignored_any`, which wrappers tend to treat on their own; more methods may follow
+/// it after a `;`.
 macro_rules! forward_deserialize {
+    ($wrapper:ident { $field:ident }; common $(; $($rest:tt)*)?) => {
+        $crate::decode::forward::forward_deserialize!(
+            $wrapper { $field };
+            deserialize_any(),
+            deserialize_bool(),
+            deserialize_i8(),
+            deserialize_i16(),
+            deserialize_i32(),
+            deserialize_i64(),
+            deserialize_i128(),
+            deserialize_u8(),
+            deserialize_u16(),
+            deserialize_u32(),
+            deserialize_u64(),
+            deserialize_u128(),
+            deserialize_f32(),
+            deserialize_f64(),
+            deserialize_char(),
+            deserialize_str(),
+            deserialize_string(),
+            deserialize_bytes(),
+            deserialize_byte_buf(),
+            deserialize_option(),
+            deserialize_unit(),
+            deserialize_seq(),
+            deserialize_map(),
+            deserialize_identifier(),
+            deserialize_unit_struct(name: &'static str),
+            deserialize_tuple(len: usize),
+            deserialize_tuple_struct(name: &'static str, len: usize),
+            deserialize_struct(name: &'static str, fields: &'static [&'static str]),
+            deserialize_enum(name: &'static str, variants: &'static [&'static str]),
+        );
+        $($crate::decode::forward::forward_deserialize!($wrapper { $field }; $($rest)*);)?
+    };
     ($wrapper:ident { $field:ident }; $($method:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {$(
         fn $method<V: serde::de::Visitor<'de>>(
             self,

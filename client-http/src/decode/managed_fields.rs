@@ -87,37 +87,9 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Filter<D> {
 
     crate::decode::forward::forward_deserialize!(
         FilterVisitor { level };
-        deserialize_any(),
-        deserialize_bool(),
-        deserialize_i8(),
-        deserialize_i16(),
-        deserialize_i32(),
-        deserialize_i64(),
-        deserialize_i128(),
-        deserialize_u8(),
-        deserialize_u16(),
-        deserialize_u32(),
-        deserialize_u64(),
-        deserialize_u128(),
-        deserialize_f32(),
-        deserialize_f64(),
-        deserialize_char(),
-        deserialize_str(),
-        deserialize_string(),
-        deserialize_bytes(),
-        deserialize_byte_buf(),
-        deserialize_option(),
-        deserialize_unit(),
-        deserialize_seq(),
-        deserialize_map(),
-        deserialize_identifier(),
-        deserialize_ignored_any(),
-        deserialize_unit_struct(name: &'static str),
+        common;
         deserialize_newtype_struct(name: &'static str),
-        deserialize_tuple(len: usize),
-        deserialize_tuple_struct(name: &'static str, len: usize),
-        deserialize_struct(name: &'static str, fields: &'static [&'static str]),
-        deserialize_enum(name: &'static str, variants: &'static [&'static str]),
+        deserialize_ignored_any(),
     );
 
     fn is_human_readable(&self) -> bool {
