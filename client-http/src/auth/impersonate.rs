@@ -8,9 +8,9 @@
 //! percent-encoded where a header name cannot hold a byte (and `%` itself).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::{Error, Result};
 
@@ -121,19 +121,27 @@ impl Impersonate {
     }
 }
 
-/// Percent-encodes every byte of `key` that is not an HTTP token character, and `%` (so the
-/// server's unescaping cannot fail), as client-go does.
+/// What an `Impersonate-Extra-` key escapes: every byte that is not an HTTP token character,
+/// and `%` (so the server's unescaping cannot fail), as client-go does.
+const NOT_TOKEN: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'!')
+    .remove(b'#')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'^')
+    .remove(b'_')
+    .remove(b'`')
+    .remove(b'|')
+    .remove(b'~');
+
+/// `key`, percent-encoded for a header name (see [`NOT_TOKEN`]).
 fn escape_key(key: &str) -> String {
-    let mut out = String::with_capacity(key.len());
-    for b in key.bytes() {
-        let token = b.is_ascii_alphanumeric() || b"!#$&'*+-.^_`|~".contains(&b);
-        if token {
-            out.push(char::from(b));
-        } else {
-            let _ = write!(out, "%{b:02X}");
-        }
-    }
-    out
+    utf8_percent_encode(key, NOT_TOKEN).to_string()
 }
 
 #[cfg(test)]

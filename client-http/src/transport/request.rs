@@ -6,6 +6,7 @@ use bytes::Bytes;
 use http::header::{ACCEPT, USER_AGENT};
 use http::{Method, Request};
 use kcache_reflector::ListOptions;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::ApiResource;
 
@@ -18,19 +19,17 @@ pub(crate) const ACCEPT_JSON: &str = "application/json";
 /// The user agent sent by default.
 pub(crate) const DEFAULT_USER_AGENT: &str = concat!("kcache/", env!("CARGO_PKG_VERSION"));
 
+/// What a URL query value escapes: everything but unreserved characters.
+const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// Appends `value` to `out`, percent-encoded for a URL query (everything but unreserved
 /// characters is escaped).
 pub(crate) fn encode_query_value(out: &mut String, value: &str) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for &b in value.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push('%');
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0xF)]));
-        }
-    }
+    out.extend(utf8_percent_encode(value, QUERY_VALUE));
 }
 
 /// The full URL of a list (`watch == false`) or watch request on `base` (the server URL, which
