@@ -38,12 +38,12 @@
 //! use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
 //! use kcache_reflector::{ListOptions, ListerWatcher};
 //! use kcache_store::{DynamicObject, Object};
-//! use kcache_testing::FakeApiServer;
+//! use kcache_testing_server::FakeApiServer;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = FakeApiServer::start().await?;
-//! let pods = kcache_testing::ApiResource::pods();
+//! let pods = kcache_testing_server::ApiResource::pods();
 //! server.create(&pods, DynamicObject::new(Some("shop"), "web"))?;
 //!
 //! let client = Client::new(Config::new(server.url().parse()?))?;
@@ -65,15 +65,16 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
 //! use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
+//! use kcache_reflector::ListerWatcher;
 //! use kcache_store::DynamicObject;
 //!
 //! let client = Client::new(Config::infer()?)?;
-//! let pods = HttpListerWatcher::<DynamicObject>::dynamic(client, ApiResource::new("", "v1", "pods", true));
-//! let informer = kcache_informer::SharedIndexInformer::new(
-//!     Arc::new(pods),
-//!     std::time::Duration::from_secs(600),
+//! let pods: Arc<dyn ListerWatcher<DynamicObject>> = Arc::new(
+//!     HttpListerWatcher::<DynamicObject>::dynamic(client, ApiResource::new("", "v1", "pods", true)),
 //! );
-//! # drop(informer); Ok(()) }
+//! // What an informer takes:
+//! // `kcache_informer::SharedIndexInformer::new(pods, Duration::from_secs(600))`.
+//! # drop(pods); Ok(()) }
 //! ```
 //!
 //! # Features

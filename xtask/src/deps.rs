@@ -3,9 +3,17 @@
 //!
 //! The rules, read from `cargo metadata --no-deps`:
 //! - A normal or build dependency from a crate of [`LAYERS`] on a workspace crate (or any
-//!   `kcache-*` crate) must be listed for it there. Other workspace members (the bench and chaos
-//!   programs) may depend on anything, but no library may depend on them, not even as a
-//!   dev-dependency. Otherwise dev-dependencies may reach any workspace library.
+//!   `kcache-*` crate) must be listed for it there. Other workspace members (the programs:
+//!   `kcache-testing-e2e`, the bench) may depend on anything, but no library may depend on them,
+//!   not even as a dev-dependency.
+//! - A library's dev-dependency on a workspace library must be either a crate below it (one its
+//!   row of [`LAYERS`] reaches, directly or through other rows), or a test-support package
+//!   ([`TEST_SUPPORT`]) whose [`layer`] is at most its own. A library's layer is 0 with no
+//!   internal dependency, else one more than the highest layer it depends on; a test-support
+//!   package sits *beside* the highest library it depends on (its layer is that library's), so
+//!   `kcache-testing` and `kcache-testing-server` (store, queue, reflector) are at layer 1 with
+//!   queue and reflector. So no library's tests build a sibling or a crate above it (informer
+//!   and client-http never reach each other), and store's tests use no test-support package.
 //! - HTTP and TLS crates ([`NETWORK_CRATES`]) are normal dependencies of
 //!   [`NETWORK_HOMES`] only, among the libraries.
 //! - `kcache-store` has no async dependency ([`ASYNC_CRATES`]).
@@ -39,8 +47,16 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
         "kcache-testing",
         &["kcache-store", "kcache-queue", "kcache-reflector"],
     ),
+    (
+        "kcache-testing-server",
+        &["kcache-store", "kcache-reflector", "kcache-testing"],
+    ),
     ("kcache-xtask", &[]),
 ];
+
+/// The test-support libraries: they sit beside the highest library they depend on (see
+/// [`layer`]), so the tests of a library at that layer or above may use them.
+pub(crate) const TEST_SUPPORT: &[&str] = &["kcache-testing", "kcache-testing-server"];
 
 /// The library crates: no workspace program may be among their dependencies of any kind.
 pub(crate) const LIBRARIES: &[&str] = &[
@@ -50,6 +66,7 @@ pub(crate) const LIBRARIES: &[&str] = &[
     "kcache-informer",
     "kcache-client-http",
     "kcache-testing",
+    "kcache-testing-server",
 ];
 
 /// HTTP and TLS crates: a name ending in `*` is a prefix.
@@ -63,7 +80,7 @@ const NETWORK_CRATES: &[&str] = &[
 ];
 
 /// The libraries that may depend on [`NETWORK_CRATES`].
-const NETWORK_HOMES: &[&str] = &["kcache-client-http", "kcache-testing"];
+const NETWORK_HOMES: &[&str] = &["kcache-client-http", "kcache-testing-server"];
 
 /// Async crates that `kcache-store` must not depend on: a name ending in `*` is a prefix.
 const ASYNC_CRATES: &[&str] = &["tokio", "tokio-util", "futures*", "async-trait"];
@@ -76,6 +93,7 @@ const RUNTIME_FREE: &[&str] = &[
     "kcache-queue",
     "kcache-reflector",
     "kcache-informer",
+    "kcache-testing",
 ];
 
 /// Runtime features a [`RUNTIME_FREE`] library may still enable: (library, feature).
@@ -150,6 +168,50 @@ fn allowed(package: &str) -> Option<&'static [&'static str]> {
         .iter()
         .find(|(name, _)| *name == package)
         .map(|(_, allowed)| *allowed)
+}
+
+/// The layer of `package` in [`LAYERS`]: 0 without an internal dependency, else one more than
+/// the highest layer among its row; a [`TEST_SUPPORT`] package takes the highest layer among its
+/// row (it sits beside what it supports, not above it). 0 for a crate not in the table.
+pub(crate) fn layer(package: &str) -> usize {
+    /// `depth` bounds the recursion should the table ever hold a cycle.
+    fn of(package: &str, depth: usize) -> usize {
+        let row = allowed(package).unwrap_or_default();
+        let highest = row
+            .iter()
+            .map(|below| {
+                if depth > LAYERS.len() {
+                    0
+                } else {
+                    of(below, depth + 1)
+                }
+            })
+            .max();
+        match highest {
+            None => 0,
+            Some(highest) if TEST_SUPPORT.contains(&package) => highest,
+            Some(highest) => highest + 1,
+        }
+    }
+    of(package, 0)
+}
+
+/// Every crate `package` reaches through the rows of [`LAYERS`] (its row, their rows, ...).
+fn below(package: &str) -> BTreeSet<&'static str> {
+    let mut reached = BTreeSet::new();
+    let mut pending: Vec<&'static str> = allowed(package).unwrap_or_default().to_vec();
+    while let Some(next) = pending.pop() {
+        if reached.insert(next) {
+            pending.extend(allowed(next).unwrap_or_default());
+        }
+    }
+    reached
+}
+
+/// Whether the library `from` may dev-depend on the library `to`: `to` is below it, or is a
+/// test-support package at or below its layer.
+pub(crate) fn dev_allowed(from: &str, to: &str) -> bool {
+    below(from).contains(to) || (TEST_SUPPORT.contains(&to) && layer(to) <= layer(from))
 }
 
 /// The string field `key` of `value`, or `""`.
@@ -240,6 +302,13 @@ fn check_internal(from: &str, to: &str, kind: Kind, violation: &mut impl FnMut(S
         return;
     }
     if kind == Kind::Dev {
+        if from_library && !dev_allowed(from, to) {
+            violation(format!(
+                "a library's tests may use only the crates below it and the test-support \
+                 packages ({}) at or below its layer ({GUIDE})",
+                TEST_SUPPORT.join(", ")
+            ));
+        }
         return;
     }
     if let Some(allowed) = allowed(from)
@@ -342,12 +411,12 @@ mod tests {
                 allowed.iter().map(|to| dep(to, None, &[])).collect();
             match *name {
                 "kcache-store" => dependencies.push(dep("serde", None, &["derive"])),
-                "kcache-reflector" | "kcache-informer" | "kcache-queue" => {
+                "kcache-reflector" | "kcache-informer" | "kcache-queue" | "kcache-testing" => {
                     dependencies.push(dep("tokio", None, &["sync", "time", "macros"]));
                     dependencies.push(dep("futures-util", None, &["std"]));
                     dependencies.push(dep("async-trait", None, &[]));
                 }
-                "kcache-client-http" | "kcache-testing" => {
+                "kcache-client-http" | "kcache-testing-server" => {
                     dependencies.push(dep("tokio", None, &["rt", "net"]));
                     dependencies.push(dep("hyper", None, &["client", "http2"]));
                     dependencies.push(dep("hyper-rustls", None, &["ring"]));
@@ -570,16 +639,130 @@ mod tests {
     }
 
     #[test]
-    fn dev_dependencies_may_reach_any_library() {
-        let mut metadata = legal();
-        for from in LIBRARIES {
-            for to in LIBRARIES {
-                if from != to {
-                    metadata = with_dep(metadata, from, dep(to, Some("dev"), &[]));
+    fn layers_follow_the_table_and_test_support_sits_beside() {
+        let layers: Vec<(&str, usize)> = LIBRARIES.iter().map(|l| (*l, layer(l))).collect();
+        assert_eq!(
+            layers,
+            [
+                ("kcache-store", 0),
+                ("kcache-queue", 1),
+                ("kcache-reflector", 1),
+                ("kcache-informer", 2),
+                ("kcache-client-http", 2),
+                ("kcache-testing", 1),
+                ("kcache-testing-server", 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn dev_dependencies_reach_below_and_test_support_at_or_below() {
+        // (from, the libraries its tests may use), every other library being refused.
+        let allowed: &[(&str, &[&str])] = &[
+            ("kcache-store", &[]),
+            (
+                "kcache-queue",
+                &["kcache-store", "kcache-testing", "kcache-testing-server"],
+            ),
+            (
+                "kcache-reflector",
+                &["kcache-store", "kcache-testing", "kcache-testing-server"],
+            ),
+            (
+                "kcache-informer",
+                &[
+                    "kcache-store",
+                    "kcache-queue",
+                    "kcache-reflector",
+                    "kcache-testing",
+                    "kcache-testing-server",
+                ],
+            ),
+            (
+                "kcache-client-http",
+                &[
+                    "kcache-store",
+                    "kcache-reflector",
+                    "kcache-testing",
+                    "kcache-testing-server",
+                ],
+            ),
+            (
+                "kcache-testing",
+                &[
+                    "kcache-store",
+                    "kcache-queue",
+                    "kcache-reflector",
+                    "kcache-testing-server",
+                ],
+            ),
+            (
+                "kcache-testing-server",
+                &[
+                    "kcache-store",
+                    "kcache-queue",
+                    "kcache-reflector",
+                    "kcache-testing",
+                ],
+            ),
+        ];
+        for (from, may) in allowed {
+            for to in LIBRARIES.iter().filter(|to| *to != from) {
+                let metadata = with_dep(legal(), from, dep(to, Some("dev"), &[]));
+                if may.contains(to) {
+                    assert_eq!(lines(&metadata), Vec::<String>::new(), "{from} -> {to}");
+                } else {
+                    let line = single(&metadata, from, to);
+                    assert!(line.contains("dev-dependency"), "{line}");
+                    assert!(line.contains("test-support"), "{line}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn informer_and_client_http_tests_never_reach_each_other() {
+        let metadata = with_dep(
+            legal(),
+            "kcache-informer",
+            dep("kcache-client-http", Some("dev"), &[]),
+        );
+        single(&metadata, "kcache-informer", "kcache-client-http");
+        let metadata = with_dep(
+            legal(),
+            "kcache-client-http",
+            dep("kcache-informer", Some("dev"), &[]),
+        );
+        single(&metadata, "kcache-client-http", "kcache-informer");
+    }
+
+    #[test]
+    fn the_e2e_package_may_use_everything_and_no_library_uses_it() {
+        let mut metadata = legal();
+        for to in LIBRARIES {
+            metadata = with_dep(metadata, "kcache-testing-e2e", dep(to, None, &[]));
+        }
+        metadata = with_dep(metadata, "kcache-testing-e2e", dep("clap", None, &[]));
         assert_eq!(lines(&metadata), Vec::<String>::new());
+        for from in LIBRARIES {
+            let as_dev = with_dep(
+                metadata.clone(),
+                from,
+                dep("kcache-testing-e2e", Some("dev"), &[]),
+            );
+            single(&as_dev, from, "kcache-testing-e2e");
+        }
+    }
+
+    #[test]
+    fn the_light_testing_package_has_no_http_stack() {
+        for to in ["hyper", "rustls", "tokio-rustls"] {
+            let metadata = with_dep(legal(), "kcache-testing", dep(to, None, &[]));
+            let line = single(&metadata, "kcache-testing", to);
+            assert!(line.contains("HTTP and TLS"), "{line}");
+        }
+        let metadata = with_dep(legal(), "kcache-testing", dep("tokio", None, &["net"]));
+        single(&metadata, "kcache-testing", "tokio");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //!   (after blank lines) with a `//!` doc comment.
 //! - No leftover `dbg!(`, `todo!(` or `unimplemented!(` in code. String and character literals
 //!   and comments are skipped; this file is not checked for them, since it names them.
-//! - Each member's package name is `kcache-<folder>`.
+//! - Each member's package name is `kcache-` and its folder's path with `-` for `/`
+//!   (`testing/server/` holds `kcache-testing-server`).
 //! - Each internal dependency in `[workspace.dependencies]` has both `path` and `version`.
 //!
 //! The checks are pure functions over text; [`run`] feeds them the files of the workspace.
@@ -201,9 +202,11 @@ pub(crate) fn forbidden_macros(text: &str) -> Vec<(usize, &'static str)> {
     found
 }
 
-/// Checks that the package in folder `folder` is named `kcache-<folder>`.
+/// Checks that the package in `folder` (its path from the workspace root, `/`-separated) is
+/// named `kcache-` and the folder path with `-` for `/`: `testing/server` holds
+/// `kcache-testing-server`.
 pub(crate) fn check_package_name(name: &str, folder: &str) -> Option<String> {
-    let expected = format!("kcache-{folder}");
+    let expected = format!("kcache-{}", folder.replace('/', "-"));
     (name != expected).then(|| {
         format!("the package in `{folder}/` is named `{name}`: it must be named `{expected}`")
     })
@@ -389,10 +392,11 @@ fn problems(root: &Path) -> Result<Vec<Problem>, Failure> {
         let Some(dir) = manifest.parent() else {
             continue;
         };
-        let folder = dir
-            .file_name()
-            .map(|folder| folder.to_string_lossy())
-            .unwrap_or_default();
+        let folder: Vec<String> = relative(dir)
+            .components()
+            .map(|part| part.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let folder = folder.join("/");
         if let Some(message) = check_package_name(name, &folder) {
             problems.push(Problem {
                 path: relative(manifest),
@@ -535,6 +539,12 @@ mod tests {
         );
         assert!(check_package_name("xtask", "xtask").is_some());
         assert!(check_package_name("kcache-http", "client-http").is_some());
+        assert_eq!(
+            check_package_name("kcache-testing-server", "testing/server"),
+            None
+        );
+        assert!(check_package_name("kcache-server", "testing/server").is_some());
+        assert!(check_package_name("kcache-testing-e2e", "e2e").is_some());
     }
 
     #[test]

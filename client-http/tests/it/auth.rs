@@ -7,8 +7,8 @@ use std::path::Path;
 use kcache_client_http::{Auth, Client, Config, HttpListerWatcher, Kubeconfig, KubeconfigOptions};
 use kcache_reflector::{ListOptions, ListerWatcher};
 use kcache_store::DynamicObject;
-use kcache_testing::FakeApiServer;
-use kcache_testing::fake_api_server::{Fault, Verb};
+use kcache_testing_server::FakeApiServer;
+use kcache_testing_server::fake_api_server::{Fault, Verb};
 
 use crate::support::{config, pods, server, temp_dir, write};
 use crate::transport::{auth_headers, recording_client};

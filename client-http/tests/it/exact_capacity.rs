@@ -67,15 +67,15 @@ fn assert_exact(pod: &Pod) {
 }
 
 /// A server holding `n` realistic pods (managedFields, volumes, statuses, ...).
-async fn realistic_server(n: usize) -> kcache_testing::FakeApiServer {
-    let server = kcache_testing::FakeApiServer::start().await.unwrap();
+async fn realistic_server(n: usize) -> kcache_testing_server::FakeApiServer {
+    let server = kcache_testing_server::FakeApiServer::start().await.unwrap();
     for pod in kcache_testing::workload::pods(7, n, 2) {
         server.create(&fake_pods(), pod).unwrap();
     }
     server
 }
 
-fn typed(server: &kcache_testing::FakeApiServer, exact: bool) -> HttpListerWatcher<Pod> {
+fn typed(server: &kcache_testing_server::FakeApiServer, exact: bool) -> HttpListerWatcher<Pod> {
     HttpListerWatcher::<Pod>::typed(support::client(server))
         .exact_capacities(exact)
         .build()

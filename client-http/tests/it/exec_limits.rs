@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use kcache_client_http::{Auth, Config, ExecApiVersion, ExecConfig, Secret};
-use kcache_testing::FakeApiServer;
+use kcache_testing_server::FakeApiServer;
 
 use crate::support::{list_names, server, temp_dir, write};
 

@@ -9,7 +9,10 @@ use kcache_store::DynamicObject;
 use crate::support::{self, pods};
 
 /// The server's kubeconfig with `user` fields merged into its user entry.
-fn kubeconfig_with(server: &kcache_testing::FakeApiServer, user: &serde_json::Value) -> String {
+fn kubeconfig_with(
+    server: &kcache_testing_server::FakeApiServer,
+    user: &serde_json::Value,
+) -> String {
     let mut kubeconfig: serde_json::Value = serde_json::from_str(&server.kubeconfig("ns")).unwrap();
     let entry = &mut kubeconfig["users"][0]["user"];
     if entry.is_null() {

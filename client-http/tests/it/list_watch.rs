@@ -7,7 +7,7 @@ use http::Version;
 use kcache_client_http::{Config, HttpListerWatcher, Transport};
 use kcache_reflector::{ListOptions, ListerWatcher, ResourceVersionMatch, WatchEvent};
 use kcache_store::{DynamicObject, Object};
-use kcache_testing::fake_api_server::{Fault, FaultKind, Verb};
+use kcache_testing_server::fake_api_server::{Fault, FaultKind, Verb};
 
 use crate::support::{client, describe, fake_pods, lw, next, pods, server};
 

@@ -1,7 +1,7 @@
 //! Integration tests of kcache-client-http: the lister-watcher against the fake API server over
 //! HTTP and HTTPS (client certificates included), kubeconfig and in-cluster loading on fixture
 //! files, credentials (exec plugin bounds, client key checks, URL user-info, redaction), proxies
-//! and impersonation, and an informer built from `Config::infer()`.
+//! and impersonation. (Informers over HTTP are tested in kcache-testing-e2e.)
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
 mod auth;
@@ -11,11 +11,9 @@ mod exec_limits;
 mod failure_chain;
 mod impersonate;
 mod in_cluster;
-mod informer;
 mod kubeconfig;
 mod list_watch;
 mod mtls;
-mod own_thread;
 mod proxy;
 mod redaction;
 mod send_sync;

@@ -8,8 +8,8 @@ use http::Version;
 use kcache_client_http::{Auth, Client, Config, HttpListerWatcher, Identity, Kubeconfig};
 use kcache_reflector::{ListOptions, ListerWatcher};
 use kcache_store::DynamicObject;
-use kcache_testing::FakeApiServer;
-use kcache_testing::fake_api_server::ClientCertificate;
+use kcache_testing_server::FakeApiServer;
+use kcache_testing_server::fake_api_server::ClientCertificate;
 
 use crate::support::{cert_and_key, fake_pods, list_names as list, pods, temp_dir, write};
 

@@ -10,7 +10,7 @@ use http::{Request, Version};
 use kcache_client_http::{Client, Config, HttpListerWatcher, Kubeconfig, KubeconfigOptions, Proxy};
 use kcache_reflector::{ListOptions, ListerWatcher, WatchEvent};
 use kcache_store::DynamicObject;
-use kcache_testing::{FakeApiServer, FakeProxy, ProxyProtocol};
+use kcache_testing_server::{FakeApiServer, FakeProxy, ProxyProtocol};
 
 use crate::support::{self, fake_pods, list_names as list, next, pods};
 

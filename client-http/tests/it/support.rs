@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
 use kcache_reflector::{Error, WatchEvent, WatchStream};
 use kcache_store::DynamicObject;
-use kcache_testing::FakeApiServer;
+use kcache_testing_server::FakeApiServer;
 
 /// The core pods resource, as the client names it.
 pub(crate) fn pods() -> ApiResource {
@@ -15,8 +15,8 @@ pub(crate) fn pods() -> ApiResource {
 }
 
 /// The fake server's pods resource.
-pub(crate) fn fake_pods() -> kcache_testing::ApiResource {
-    kcache_testing::ApiResource::pods()
+pub(crate) fn fake_pods() -> kcache_testing_server::ApiResource {
+    kcache_testing_server::ApiResource::pods()
 }
 
 /// A server (plain or TLS) with `n` pods in namespace `ns`, named `p0`, `p1`, ...

@@ -3,8 +3,8 @@
 
 use std::process::Stdio;
 
-use kcache_testing::FakeApiServer;
-use kcache_testing::fake_api_server::ApiResource;
+use kcache_testing_server::FakeApiServer;
+use kcache_testing_server::fake_api_server::ApiResource;
 use kcache_testing::workload::{self, PodGenerator};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};

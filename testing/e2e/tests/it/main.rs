@@ -1,0 +1,11 @@
+//! The full-stack tests: informers over client-http against the fake API server and the
+//! scripted server, over real HTTP on 127.0.0.1.
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+mod chaos;
+mod hostile;
+mod hostile_support;
+mod informer;
+mod log_capture;
+mod own_thread;
+mod support;

@@ -1,0 +1,178 @@
+//! A request's target (resource, namespace, name) and its list and watch parameters, parsed and
+//! checked as the API server does.
+
+use std::time::Duration;
+
+use kcache_store::{DynamicObject, FieldSelector, Selector};
+use serde_json::Value;
+
+use super::resource::{ApiResource, ResourceId};
+use super::status::ApiError;
+
+/// The Kubernetes boolean parameter rule: anything but `0`/`false` (any case) is true.
+pub(crate) fn truthy(value: &str) -> bool {
+    !(value == "0" || value.eq_ignore_ascii_case("false"))
+}
+
+/// A request on a resource URL.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) id: ResourceId,
+    pub(crate) resource: ApiResource,
+    pub(crate) namespace: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) watch_prefix: bool,
+}
+
+/// Parsed list/watch options.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ListParams {
+    pub(crate) label: Selector,
+    pub(crate) field: FieldSelector,
+    pub(crate) limit: Option<usize>,
+    pub(crate) continue_token: Option<String>,
+    /// `None` when absent or empty.
+    pub(crate) rv: Option<String>,
+    pub(crate) rv_match: Option<String>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) watch: bool,
+    pub(crate) bookmarks: bool,
+    pub(crate) send_initial: Option<bool>,
+    /// The object name from the URL (a single-object watch).
+    pub(crate) name: Option<String>,
+}
+
+impl ListParams {
+    pub(crate) fn parse(query: &[(String, String)], target: &Target) -> Result<Self, ApiError> {
+        let mut p = ListParams {
+            watch: target.watch_prefix,
+            ..ListParams::default()
+        };
+        for (k, v) in query {
+            match k.as_str() {
+                "labelSelector" => {
+                    p.label = Selector::parse(v).map_err(|e| {
+                        ApiError::bad_request(&format!("unable to parse requirement: {e}"))
+                    })?;
+                }
+                "fieldSelector" => {
+                    p.field = FieldSelector::parse(v).map_err(|e| {
+                        ApiError::bad_request(&format!("invalid field selector: {e}"))
+                    })?;
+                }
+                "limit" => {
+                    let n: i64 = v
+                        .parse()
+                        .map_err(|_| ApiError::bad_request(&format!("invalid limit: {v:?}")))?;
+                    p.limit = usize::try_from(n).ok().filter(|n| *n > 0);
+                }
+                "continue" if !v.is_empty() => p.continue_token = Some(v.clone()),
+                "resourceVersion" if !v.is_empty() => p.rv = Some(v.clone()),
+                "resourceVersionMatch" if !v.is_empty() => p.rv_match = Some(v.clone()),
+                "timeoutSeconds" => {
+                    let n: u64 = v.parse().map_err(|_| {
+                        ApiError::bad_request(&format!("invalid timeoutSeconds: {v:?}"))
+                    })?;
+                    p.timeout = (n > 0).then(|| Duration::from_secs(n));
+                }
+                "watch" => p.watch = truthy(v),
+                "allowWatchBookmarks" => p.bookmarks = truthy(v),
+                "sendInitialEvents" => p.send_initial = Some(truthy(v)),
+                _ => {}
+            }
+        }
+        if let Some(name) = &target.name {
+            // A GET on one object's URL with watch=1 watches that object only.
+            if p.field
+                .requirements()
+                .iter()
+                .any(|r| r.field == "metadata.name" && (r.negated || r.value != *name))
+            {
+                return Err(ApiError::bad_request(
+                    "fieldSelector metadata.name conflicts with the name in the URL",
+                ));
+            }
+            p.name = Some(name.clone());
+        }
+        for r in p.field.requirements() {
+            let known = r.field == "metadata.name"
+                || r.field == "metadata.namespace"
+                || target.resource.fields.contains(&r.field);
+            if !known {
+                return Err(ApiError::bad_request(&format!(
+                    "\"{}\" is not a known field selector: only \"metadata.name\", \
+                     \"metadata.namespace\"",
+                    r.field
+                )));
+            }
+        }
+        if let Some(m) = &p.rv_match
+            && m != "Exact"
+            && m != "NotOlderThan"
+        {
+            return Err(ApiError::invalid_list_options(
+                "resourceVersionMatch",
+                &format!(
+                    "Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\""
+                ),
+            ));
+        }
+        Ok(p)
+    }
+
+    /// Whether `obj` passes the selectors and the URL's namespace.
+    pub(crate) fn matches(&self, target: &Target, obj: &DynamicObject) -> bool {
+        if let Some(ns) = &target.namespace
+            && obj.metadata.namespace.as_deref() != Some(ns.as_str())
+        {
+            return false;
+        }
+        if let Some(name) = &self.name
+            && obj.metadata.name.as_deref() != Some(name.as_str())
+        {
+            return false;
+        }
+        if !self.label.is_empty() && !self.label.matches(obj.metadata.labels.as_ref()) {
+            return false;
+        }
+        if self.field.is_empty() {
+            return true;
+        }
+        self.field.matches(|f| field_value(obj, f))
+    }
+
+    pub(crate) fn has_selectors(&self) -> bool {
+        !self.label.is_empty() || !self.field.is_empty() || self.name.is_some()
+    }
+}
+
+/// The value of a field-selector path in `obj`.
+fn field_value<'a>(obj: &'a DynamicObject, path: &str) -> Option<&'a str> {
+    match path {
+        "metadata.name" => Some(obj.metadata.name.as_deref().unwrap_or_default()),
+        "metadata.namespace" => Some(obj.metadata.namespace.as_deref().unwrap_or_default()),
+        _ => {
+            let mut parts = path.split('.');
+            let mut cur = obj.data.get(parts.next()?);
+            for part in parts {
+                cur = cur.and_then(|v| v.get(part));
+            }
+            Some(cur.and_then(Value::as_str).unwrap_or_default())
+        }
+    }
+}
+
+/// Parses a decimal RV.
+pub(crate) fn parse_rv(rv: &str, watch: bool) -> Result<u64, ApiError> {
+    rv.parse::<u64>().map_err(|_| {
+        if watch {
+            ApiError::new(
+                422,
+                "Invalid",
+                &format!("resourceVersion: Invalid value: \"{rv}\": must be a valid uint64"),
+            )
+        } else {
+            ApiError::bad_request(&format!("invalid resource version: {rv}"))
+        }
+    })
+}

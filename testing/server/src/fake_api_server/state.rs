@@ -1,0 +1,639 @@
+//! The server's state: objects per resource, one global resource-version counter, a bounded event
+//! history per resource, the registered watchers and the pending faults.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use kcache_store::DynamicObject;
+use kcache_testing::generated::{rfc3339, suffix, uuid};
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::faults::{Fault, FaultKind, RequestShape, UndecodableEvent, Verb};
+use super::remaining::RemainingCounts;
+use super::resource::{ApiResource, ResourceId};
+use super::status::ApiError;
+use super::stored::Stored;
+use super::util::now_secs;
+
+/// Tunables fixed at start (see [`FakeApiServerBuilder`](super::FakeApiServerBuilder)).
+#[derive(Debug, Clone)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent feature switches"
+)]
+pub(crate) struct Config {
+    pub(crate) history_limit: usize,
+    pub(crate) bookmark_interval: Duration,
+    pub(crate) default_watch_timeout: Duration,
+    pub(crate) too_large_wait: Duration,
+    pub(crate) watch_list: bool,
+    pub(crate) watch_list_defaulting: bool,
+    pub(crate) watcher_buffer: usize,
+    pub(crate) rv0_ignores_limit: bool,
+    pub(crate) not_found_as_status: bool,
+    pub(crate) max_connections: usize,
+    pub(crate) request_log_limit: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            history_limit: 1000,
+            bookmark_interval: Duration::from_secs(60),
+            default_watch_timeout: Duration::from_secs(1800),
+            too_large_wait: Duration::from_secs(3),
+            watch_list: true,
+            watch_list_defaulting: false,
+            watcher_buffer: 1024,
+            rv0_ignores_limit: true,
+            not_found_as_status: false,
+            max_connections: 512,
+            request_log_limit: 10_000,
+        }
+    }
+}
+
+/// The type of a stored change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change in a resource's history.
+#[derive(Debug)]
+pub(crate) struct Event {
+    pub(crate) rv: u64,
+    pub(crate) kind: EventType,
+    pub(crate) key: String,
+    /// The new state; for DELETED the last state with the deletion's RV.
+    pub(crate) obj: Arc<Stored>,
+    /// The state before the change (None for ADDED).
+    pub(crate) prev: Option<Arc<Stored>>,
+}
+
+/// Stored objects by key (`ns/name`), in key order.
+pub(crate) type Objects = BTreeMap<String, Arc<Stored>>;
+
+/// One registered resource.
+#[derive(Debug)]
+pub(crate) struct ResourceState {
+    pub(crate) resource: ApiResource,
+    pub(crate) objects: Objects,
+    pub(crate) history: VecDeque<Arc<Event>>,
+    /// Every event with an RV up to this one is gone: resuming from an older RV gives 410.
+    pub(crate) compacted_rv: u64,
+    pub(crate) watchers: Vec<mpsc::Sender<Arc<Event>>>,
+    /// `remainingItemCount`s of recent list pages.
+    pub(crate) remaining: RemainingCounts,
+}
+
+/// One logged request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestRecord {
+    /// HTTP method.
+    pub method: String,
+    /// URL path.
+    pub path: String,
+    /// Decoded query parameters, in order.
+    pub query: Vec<(String, String)>,
+    /// `HTTP/1.1` or `HTTP/2.0`.
+    pub version: String,
+    /// The `Impersonate-*` headers, names in lower case, in the order received.
+    pub impersonation: Vec<(String, String)>,
+}
+
+impl RequestRecord {
+    /// The value of query parameter `name`, if sent.
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether this was a watch request.
+    pub fn is_watch(&self) -> bool {
+        self.path.contains("/watch/") || self.param("watch").is_some_and(super::params::truthy)
+    }
+}
+
+/// Everything behind the lock.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) rv: u64,
+    pub(crate) resources: BTreeMap<ResourceId, ResourceState>,
+    pub(crate) faults: Vec<Fault>,
+    /// The events undecodable-event faults broke, in order.
+    pub(crate) undecodable: Vec<UndecodableEvent>,
+    /// Continue tokens whose snapshot RV is below this are expired.
+    pub(crate) token_floor: u64,
+    /// Serve `resourceVersion=0` reads from this older RV (HA time travel).
+    pub(crate) stale_rv0: Option<u64>,
+    pub(crate) rng: fastrand::Rng,
+    pub(crate) log: VecDeque<RequestRecord>,
+    history_limit: usize,
+}
+
+/// What the server tasks share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
+    pub(crate) config: Config,
+    /// The current global RV, for waiters (`NotOlderThan` above current).
+    pub(crate) rv_tx: watch::Sender<u64>,
+    /// Bumped by `send_bookmark()`: every bookmark-enabled watch sends one.
+    pub(crate) bookmark_tx: watch::Sender<u64>,
+    /// `true` while watch delivery is paused (`pause_watches()`).
+    pub(crate) paused_tx: watch::Sender<bool>,
+    pub(crate) cancel: CancellationToken,
+}
+
+impl Shared {
+    pub(crate) fn new(config: Config, resources: Vec<ApiResource>, seed: u64) -> Self {
+        let mut state = State {
+            rv: 1,
+            resources: BTreeMap::new(),
+            faults: Vec::new(),
+            undecodable: Vec::new(),
+            token_floor: 0,
+            stale_rv0: None,
+            rng: fastrand::Rng::with_seed(seed),
+            log: VecDeque::new(),
+            history_limit: config.history_limit.max(1),
+        };
+        for r in resources {
+            state.register(r);
+        }
+        Self {
+            state: Mutex::new(state),
+            config,
+            rv_tx: watch::Sender::new(1),
+            bookmark_tx: watch::Sender::new(0),
+            paused_tx: watch::Sender::new(false),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// Locks the state. Never held across an `.await`.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs a mutation and publishes the new global RV.
+    pub(crate) fn mutate<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        let mut state = self.lock();
+        let out = f(&mut state);
+        self.rv_tx.send_if_modified(|rv| {
+            let changed = *rv != state.rv;
+            *rv = state.rv;
+            changed
+        });
+        out
+    }
+}
+
+/// The store key: `ns/name`, or `name` for cluster-scoped objects.
+pub(crate) fn key_of(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_owned(),
+    }
+}
+
+fn finalizers_empty(obj: &DynamicObject) -> bool {
+    obj.metadata
+        .other
+        .get("finalizers")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+}
+
+/// The result of registering a watch under the lock.
+#[derive(Debug)]
+pub(crate) struct WatchSetup {
+    /// Objects for synthetic ADDED events (state at `snapshot_rv`), in key order.
+    pub(crate) initial: Vec<Arc<Stored>>,
+    pub(crate) snapshot_rv: u64,
+    /// History events after the requested RV.
+    pub(crate) replay: Vec<Arc<Event>>,
+    pub(crate) rx: mpsc::Receiver<Arc<Event>>,
+}
+
+/// The stored object an update or delete acts on, as [`State::existing`] finds it.
+struct Existing<'n> {
+    /// The object's resource.
+    resource: ApiResource,
+    /// The namespace as it applies to the resource: `None` when cluster-scoped.
+    namespace: Option<&'n str>,
+    /// The store key.
+    key: String,
+    /// The stored object.
+    old: Arc<Stored>,
+}
+
+impl State {
+    pub(crate) fn register(&mut self, resource: ApiResource) {
+        self.resources
+            .entry(resource.id())
+            .or_insert_with(|| ResourceState {
+                resource,
+                objects: BTreeMap::new(),
+                history: VecDeque::new(),
+                compacted_rv: 0,
+                watchers: Vec::new(),
+                remaining: RemainingCounts::default(),
+            });
+    }
+
+    pub(crate) fn resource(&self, id: &ResourceId) -> Result<&ResourceState, ApiError> {
+        self.resources.get(id).ok_or_else(ApiError::page_not_found)
+    }
+
+    pub(crate) fn resource_mut(&mut self, id: &ResourceId) -> Result<&mut ResourceState, ApiError> {
+        self.resources
+            .get_mut(id)
+            .ok_or_else(ApiError::page_not_found)
+    }
+
+    /// Takes one use of the first fault matching `verb` on `id` that can act on a request of
+    /// `shape`.
+    pub(crate) fn take_fault(
+        &mut self,
+        verb: Verb,
+        id: &ResourceId,
+        shape: RequestShape,
+    ) -> Option<FaultKind> {
+        let index = self
+            .faults
+            .iter()
+            .position(|f| f.matches(verb, id, shape))?;
+        let fault = &mut self.faults[index];
+        let kind = fault.kind.clone();
+        fault.times = fault.times.saturating_sub(1);
+        if fault.times == 0 {
+            self.faults.remove(index);
+        }
+        Some(kind)
+    }
+
+    pub(crate) fn log_request(&mut self, record: RequestRecord, limit: usize) {
+        if self.log.len() >= limit.max(1) {
+            self.log.pop_front();
+        }
+        self.log.push_back(record);
+    }
+
+    /// Records a change: bumps nothing (the caller already did), appends to the history, trims it,
+    /// and fans the event out to the watchers, dropping any whose buffer is full.
+    fn record(
+        &mut self,
+        id: &ResourceId,
+        kind: EventType,
+        key: String,
+        obj: Arc<Stored>,
+        prev: Option<Arc<Stored>>,
+    ) {
+        let limit = self.history_limit;
+        let rv = self.rv;
+        let Some(rs) = self.resources.get_mut(id) else {
+            return;
+        };
+        let event = Arc::new(Event {
+            rv,
+            kind,
+            key,
+            obj,
+            prev,
+        });
+        rs.history.push_back(event.clone());
+        while rs.history.len() > limit {
+            if let Some(old) = rs.history.pop_front() {
+                rs.compacted_rv = old.rv;
+            }
+        }
+        rs.watchers.retain(|tx| tx.try_send(event.clone()).is_ok());
+    }
+
+    fn next_rv(&mut self) -> u64 {
+        self.rv += 1;
+        self.rv
+    }
+
+    /// Creates an object. `url_namespace` comes from the request path, if any.
+    pub(crate) fn create(
+        &mut self,
+        id: &ResourceId,
+        url_namespace: Option<&str>,
+        mut obj: DynamicObject,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let resource = self.resource(id)?.resource.clone();
+        let namespace = if resource.namespaced {
+            match (url_namespace, obj.metadata.namespace.as_deref()) {
+                (Some(u), Some(b)) if !b.is_empty() && u != b => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent \
+                         on the request",
+                    ));
+                }
+                (Some(u), _) => Some(u.to_owned()),
+                (None, Some(b)) if !b.is_empty() => Some(b.to_owned()),
+                _ => Some("default".to_owned()),
+            }
+        } else {
+            None
+        };
+        obj.metadata.namespace.clone_from(&namespace);
+        if obj.metadata.name.as_deref().is_none_or(str::is_empty) {
+            let Some(prefix) = obj
+                .metadata
+                .other
+                .get("generateName")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            else {
+                return Err(ApiError::new(
+                    422,
+                    "Invalid",
+                    &format!(
+                        "{} \"\" is invalid: metadata.name: Required value: name or \
+                         generateName is required",
+                        resource.kind
+                    ),
+                ));
+            };
+            obj.metadata.name = Some(format!("{prefix}{}", suffix(&mut self.rng)));
+        }
+        let name = obj.metadata.name.clone().unwrap_or_default();
+        let key = key_of(namespace.as_deref(), &name);
+        if self.resource(id)?.objects.contains_key(&key) {
+            return Err(ApiError::already_exists(&resource.qualified(), &name));
+        }
+        obj.api_version = Some(resource.api_version());
+        obj.kind = Some(resource.kind.clone());
+        obj.metadata.uid = Some(uuid(&mut self.rng));
+        obj.metadata.creation_timestamp = Some(rfc3339(now_secs()));
+        obj.metadata.generation = Some(1);
+        obj.metadata.deletion_timestamp = None;
+        self.commit(id, EventType::Added, key, obj, None)
+    }
+
+    /// The stored object `name` of `id` that an update or delete acts on, with the resource, the
+    /// namespace as it applies to the resource (`None` when cluster-scoped) and the store key;
+    /// 404 Not Found if there is no such object.
+    fn existing<'n>(
+        &self,
+        id: &ResourceId,
+        namespace: Option<&'n str>,
+        name: &str,
+    ) -> Result<Existing<'n>, ApiError> {
+        let rs = self.resource(id)?;
+        let resource = rs.resource.clone();
+        let namespace = if resource.namespaced { namespace } else { None };
+        let key = key_of(namespace, name);
+        let Some(old) = rs.objects.get(&key).cloned() else {
+            return Err(ApiError::not_found(&resource.qualified(), name));
+        };
+        Ok(Existing {
+            resource,
+            namespace,
+            key,
+            old,
+        })
+    }
+
+    /// Writes `obj` at the next RV: stores it under `key` (removes `key` for
+    /// [`EventType::Deleted`]), records the event with `old` as the previous state and returns the
+    /// written state. The new state is encoded here, once for everything that serves it.
+    fn commit(
+        &mut self,
+        id: &ResourceId,
+        kind: EventType,
+        key: String,
+        mut obj: DynamicObject,
+        old: Option<Arc<Stored>>,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let rv = self.next_rv();
+        obj.metadata.resource_version = Some(rv.to_string());
+        let obj = Stored::new(obj).map_err(super::status::internal)?;
+        let objects = &mut self.resource_mut(id)?.objects;
+        if kind == EventType::Deleted {
+            objects.remove(&key);
+        } else {
+            objects.insert(key.clone(), obj.clone());
+        }
+        self.record(id, kind, key, obj.clone(), old);
+        Ok(obj)
+    }
+
+    /// Replaces an object. A non-empty `metadata.resourceVersion` in `obj` must match the stored
+    /// one (else 409 Conflict). A write that changes nothing keeps the RV and emits no event.
+    pub(crate) fn update(
+        &mut self,
+        id: &ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+        mut obj: DynamicObject,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let Existing {
+            resource,
+            namespace,
+            key,
+            old,
+        } = self.existing(id, namespace, name)?;
+        let current = &*old.object;
+        if obj.metadata.name.as_deref().is_some_and(|n| n != name) {
+            return Err(ApiError::bad_request(
+                "the name of the object does not match the name on the URL",
+            ));
+        }
+        let rv_mismatch = obj.metadata.resource_version.as_deref().is_some_and(|rv| {
+            !rv.is_empty() && Some(rv) != current.metadata.resource_version.as_deref()
+        });
+        let uid_mismatch = obj
+            .metadata
+            .uid
+            .as_deref()
+            .is_some_and(|uid| !uid.is_empty() && Some(uid) != current.metadata.uid.as_deref());
+        if rv_mismatch || uid_mismatch {
+            return Err(ApiError::conflict(&resource.qualified(), name));
+        }
+        obj.api_version = Some(resource.api_version());
+        obj.kind = Some(resource.kind.clone());
+        obj.metadata.name = Some(name.to_owned());
+        obj.metadata.namespace = namespace.map(str::to_owned);
+        obj.metadata.uid.clone_from(&current.metadata.uid);
+        obj.metadata
+            .creation_timestamp
+            .clone_from(&current.metadata.creation_timestamp);
+        obj.metadata
+            .deletion_timestamp
+            .clone_from(&current.metadata.deletion_timestamp);
+        obj.metadata
+            .resource_version
+            .clone_from(&current.metadata.resource_version);
+        let spec_changed = obj
+            .data
+            .iter()
+            .filter(|(k, _)| k.as_str() != "status")
+            .ne(current.data.iter().filter(|(k, _)| k.as_str() != "status"));
+        let generation = current.metadata.generation.unwrap_or(1);
+        obj.metadata.generation = Some(generation + i64::from(spec_changed));
+        if obj == *current {
+            return Ok(old);
+        }
+        let kind = if obj.metadata.deletion_timestamp.is_some() && finalizers_empty(&obj) {
+            EventType::Deleted
+        } else {
+            EventType::Modified
+        };
+        self.commit(id, kind, key, obj, Some(old))
+    }
+
+    /// Deletes an object: with finalizers, marks it (MODIFIED); else removes it (DELETED with the
+    /// last state and a new RV). Returns the object's final state.
+    pub(crate) fn delete(
+        &mut self,
+        id: &ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let Existing { key, old, .. } = self.existing(id, namespace, name)?;
+        let current = &*old.object;
+        if !finalizers_empty(current) {
+            if current.metadata.deletion_timestamp.is_some() {
+                return Ok(old);
+            }
+            let mut obj = current.clone();
+            obj.metadata.deletion_timestamp = Some(rfc3339(now_secs()));
+            obj.metadata
+                .other
+                .insert("deletionGracePeriodSeconds".into(), Value::from(0));
+            return self.commit(id, EventType::Modified, key, obj, Some(old));
+        }
+        let last = current.clone();
+        self.commit(id, EventType::Deleted, key, last, Some(old))
+    }
+
+    pub(crate) fn get(
+        &self,
+        id: &ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let rs = self.resource(id)?;
+        let namespace = if rs.resource.namespaced {
+            namespace
+        } else {
+            None
+        };
+        rs.objects
+            .get(&key_of(namespace, name))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&rs.resource.qualified(), name))
+    }
+
+    /// The objects of `id` as they were at `rv`, or `None` if that RV was compacted.
+    pub(crate) fn snapshot(
+        &self,
+        id: &ResourceId,
+        rv: u64,
+    ) -> Result<Option<Cow<'_, Objects>>, ApiError> {
+        let rs = self.resource(id)?;
+        if rs.history.back().is_none_or(|e| e.rv <= rv) && rv >= rs.compacted_rv {
+            return Ok(Some(Cow::Borrowed(&rs.objects)));
+        }
+        if rv < rs.compacted_rv {
+            return Ok(None);
+        }
+        let mut objects = rs.objects.clone();
+        for event in rs.history.iter().rev().take_while(|e| e.rv > rv) {
+            match (&event.kind, &event.prev) {
+                (EventType::Added, _) | (_, None) => {
+                    objects.remove(&event.key);
+                }
+                (_, Some(prev)) => {
+                    objects.insert(event.key.clone(), prev.clone());
+                }
+            }
+        }
+        Ok(Some(Cow::Owned(objects)))
+    }
+
+    /// Registers a watcher. `from`: `None` = synthetic ADDED for the current state, `Some(n)` =
+    /// replay history after `n`. Err(Some(compacted)) when `n` is too old.
+    pub(crate) fn register_watch(
+        &mut self,
+        id: &ResourceId,
+        from: Option<u64>,
+        buffer: usize,
+    ) -> Result<Result<WatchSetup, u64>, ApiError> {
+        let current = self.rv;
+        let rs = self.resource_mut(id)?;
+        let (initial, replay) = match from {
+            None => (rs.objects.values().cloned().collect(), Vec::new()),
+            Some(n) if n < rs.compacted_rv => return Ok(Err(rs.compacted_rv)),
+            Some(n) => (
+                Vec::new(),
+                rs.history
+                    .iter()
+                    .skip_while(|e| e.rv <= n)
+                    .cloned()
+                    .collect(),
+            ),
+        };
+        let (tx, rx) = mpsc::channel(buffer.max(1));
+        rs.watchers.retain(|w| !w.is_closed());
+        rs.watchers.push(tx);
+        Ok(Ok(WatchSetup {
+            initial,
+            snapshot_rv: current,
+            replay,
+            rx,
+        }))
+    }
+
+    /// Drops every event up to `rv` from every history: older resumes and tokens get 410.
+    pub(crate) fn compact(&mut self, rv: u64) {
+        let rv = rv.min(self.rv);
+        for rs in self.resources.values_mut() {
+            while rs.history.front().is_some_and(|e| e.rv <= rv) {
+                rs.history.pop_front();
+            }
+            rs.compacted_rv = rs.compacted_rv.max(rv);
+        }
+    }
+}
+
+/// Waits until the global RV reaches `rv`, up to the configured wait. Returns the current RV.
+pub(crate) async fn wait_for_rv(shared: &Shared, rv: u64) -> Result<u64, u64> {
+    let mut rx = shared.rv_tx.subscribe();
+    let deadline = tokio::time::Instant::now() + shared.config.too_large_wait;
+    loop {
+        let current = *rx.borrow_and_update();
+        if current >= rv {
+            return Ok(current);
+        }
+        if tokio::time::timeout_at(deadline, rx.changed())
+            .await
+            .is_err()
+        {
+            return Err(current);
+        }
+    }
+}

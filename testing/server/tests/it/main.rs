@@ -1,0 +1,10 @@
+//! Integration tests of kcache-testing-server: the fake API server, the fake proxy and the churn
+//! driver over real HTTP on 127.0.0.1.
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+mod fake_api_server;
+mod fake_api_server_client;
+mod fake_api_server_faults;
+mod fake_api_server_kubectl;
+mod fake_proxy;
+mod workload;
