@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use kcache_testing::workload::pods;
 use kcache_testing_server::Churn;
-use kcache_testing_server::fake_api_server::{ApiResource, FakeApiServer};
+use kcache_testing_server::fake_api_server::{FakeApiServer, ServedResource};
 
 struct Args {
     pods: usize,
@@ -71,7 +71,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .seed(args.seed)
         .start()
         .await?;
-    let pod_resource = ApiResource::pods();
+    let pod_resource = ServedResource::pods();
     for pod in pods(args.seed, args.pods, 4) {
         server.create(&pod_resource, pod)?;
     }

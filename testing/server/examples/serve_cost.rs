@@ -35,7 +35,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kcache_testing::workload::{self, PodGenerator};
-use kcache_testing_server::fake_api_server::{ApiResource, FakeApiServer, INITIAL_EVENTS_END};
+use kcache_testing_server::fake_api_server::{FakeApiServer, INITIAL_EVENTS_END, ServedResource};
 use tokio::sync::{mpsc, oneshot};
 
 type Http = Client<HttpConnector, Empty<Bytes>>;
@@ -157,7 +157,7 @@ async fn serve(
         .start()
         .await
         .expect("start");
-    let resource = ApiResource::pods();
+    let resource = ServedResource::pods();
     let mut names = Vec::with_capacity(pods);
     for pod in workload::pods(1, pods, NAMESPACES) {
         let created = server.create(&resource, pod).expect("create");
