@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use http::{Method, Request, Response, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -19,7 +21,7 @@ use super::state::{RequestRecord, Shared, wait_for_rv};
 use super::status::{self, ApiError, internal};
 use super::stored::Stored;
 use super::table;
-use super::util::{base64_url, base64_url_decode, parse_query};
+use super::util::parse_query;
 use super::watch;
 
 /// Largest request body accepted (POST/PUT).
@@ -377,12 +379,15 @@ struct Token {
 
 fn encode_token(rv: i64, start: &str) -> String {
     let json = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start});
-    base64_url(json.to_string().as_bytes())
+    URL_SAFE_NO_PAD.encode(json.to_string())
 }
 
 fn decode_token(token: &str) -> Result<Token, ApiError> {
     let bad = |why: &str| ApiError::bad_request(&format!("invalid continue token: {why}"));
-    let bytes = base64_url_decode(token).ok_or_else(|| bad("not base64url"))?;
+    // `base64.RawURLEncoding`, as the API server writes it; padding tolerated.
+    let bytes = URL_SAFE_NO_PAD
+        .decode(token.trim_end_matches('='))
+        .map_err(|_| bad("not base64url"))?;
     let v: Value = serde_json::from_slice(&bytes).map_err(|e| bad(&e.to_string()))?;
     if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
         return Err(bad("unknown version"));
