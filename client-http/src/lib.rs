@@ -43,7 +43,7 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = FakeApiServer::start().await?;
-//! let pods = kcache_testing_server::ApiResource::pods();
+//! let pods = kcache_testing_server::ServedResource::pods();
 //! server.create(&pods, DynamicObject::new(Some("shop"), "web"))?;
 //!
 //! let client = Client::new(Config::new(server.url().parse()?))?;
@@ -85,7 +85,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
-mod api_resource;
 mod auth;
 mod client;
 mod config;
@@ -94,7 +93,6 @@ mod error;
 mod lister_watcher;
 mod transport;
 
-pub use self::api_resource::ApiResource;
 pub use self::auth::impersonate::Impersonate;
 pub use self::auth::secret::Secret;
 pub use self::client::Client;
@@ -107,6 +105,7 @@ pub use self::decode::managed_fields::SkipManagedFields;
 pub use self::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, fuzz_watch_decoder};
 pub use self::decode::{DecodeErrorHook, decode_list};
 pub use self::error::{BoxError, Error, Result};
+// The one resource type, in `kcache-store` so the fake API server serves by it too.
 pub use self::lister_watcher::{
     DEFAULT_MAX_LIST_BYTES, HttpListerWatcher, HttpListerWatcherBuilder,
 };
@@ -114,3 +113,4 @@ pub use self::transport::proxy::{Proxy, ProxyProtocol, ProxyUrl};
 pub use self::transport::{
     H2_PING_INTERVAL, H2_PING_TIMEOUT, HyperTransport, ResponseBody, Transport,
 };
+pub use kcache_store::ApiResource;

@@ -38,10 +38,12 @@
 //! # Features
 //!
 //! - `k8s-openapi` (off by default): implements [`Object`] for every k8s-openapi type whose
-//!   metadata is `ObjectMeta`. Libraries never pick a k8s-openapi version feature; applications do.
+//!   metadata is `ObjectMeta`, and adds [`ApiResource::of`]. Libraries never pick a k8s-openapi
+//!   version feature; applications do.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
+mod api_resource;
 mod cache;
 mod dynamic_object;
 mod error;
@@ -59,6 +61,7 @@ mod store;
 mod thread_safe_store;
 mod tombstone;
 
+pub use self::api_resource::ApiResource;
 pub use self::cache::Cache;
 pub use self::dynamic_object::DynamicObject;
 pub use self::error::{BoxError, Error, KeyError, Result, SelectorError};

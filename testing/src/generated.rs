@@ -2,34 +2,21 @@
 //! `generateName` suffixes and RFC 3339 timestamps. The workloads and the fake API server both
 //! use them.
 
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
-    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-/// RFC 3339 UTC with seconds, e.g. `2024-05-01T10:00:00Z`.
+/// RFC 3339 UTC with seconds, e.g. `2024-05-01T10:00:00Z` (times past the end of 9999 are
+/// clamped to the last second a `jiff::Timestamp` holds).
 pub fn rfc3339(secs: u64) -> String {
-    let secs = i64::try_from(secs).unwrap_or(i64::MAX / 2);
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    let rem = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60
-    )
+    let last = jiff::Timestamp::MAX.as_second();
+    let secs = i64::try_from(secs).map_or(last, |s| s.min(last));
+    jiff::Timestamp::from_second(secs)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_string()
 }
 
 /// A `UUIDv4` string from `rng`.
+///
+/// Written by hand: 16 seeded random bytes with the version and variant bits set, formatted
+/// `8-4-4-4-12`. The `uuid` crate is not in the tree, and its seeded constructor
+/// (`Builder::from_random_bytes`) would only replace these few lines with a dependency.
 pub fn uuid(rng: &mut fastrand::Rng) -> String {
     let a = rng.u64(..);
     let b = rng.u64(..);
@@ -61,6 +48,7 @@ mod tests {
     fn values_look_like_the_api_servers() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(1_714_557_600), "2024-05-01T10:00:00Z");
+        assert_eq!(rfc3339(u64::MAX), "9999-12-30T22:00:00Z");
         let mut rng = fastrand::Rng::with_seed(1);
         let uid = uuid(&mut rng);
         assert_eq!(uid.len(), 36);

@@ -15,8 +15,8 @@ pub(crate) fn pods() -> ApiResource {
 }
 
 /// The fake server's pods resource.
-pub(crate) fn fake_pods() -> kcache_testing_server::ApiResource {
-    kcache_testing_server::ApiResource::pods()
+pub(crate) fn fake_pods() -> kcache_testing_server::ServedResource {
+    kcache_testing_server::ServedResource::pods()
 }
 
 /// A server (plain or TLS) with `n` pods in namespace `ns`, named `p0`, `p1`, ...

@@ -9,69 +9,41 @@
 
 use std::path::PathBuf;
 
+use clap::Parser;
 use kcache_testing::workload::pods;
 use kcache_testing_server::Churn;
-use kcache_testing_server::fake_api_server::{ApiResource, FakeApiServer};
+use kcache_testing_server::fake_api_server::{FakeApiServer, ServedResource};
 
+/// Standalone fake Kubernetes API server: prints the URL and the kubeconfig path, then runs
+/// until Ctrl-C.
+#[derive(Parser)]
 struct Args {
+    /// Realistic pods to create at start.
+    #[arg(long, default_value_t = 0)]
     pods: usize,
+    /// Seed of the pods, the server's generated values and the churn.
+    #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Where to write the kubeconfig (default: a file in the temporary directory).
+    #[arg(long)]
     kubeconfig: Option<PathBuf>,
+    /// Serve HTTPS with a generated CA (embedded in the kubeconfig).
+    #[arg(long)]
     tls: bool,
+    /// Adds, updates and deletes of pods per second (0: none).
+    #[arg(long, value_name = "OPS_PER_SEC", default_value_t = 0)]
     churn: u32,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        pods: 0,
-        seed: 1,
-        kubeconfig: None,
-        tls: false,
-        churn: 0,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--pods" => {
-                args.pods = value("--pods")?
-                    .parse()
-                    .map_err(|e| format!("--pods: {e}"))?;
-            }
-            "--seed" => {
-                args.seed = value("--seed")?
-                    .parse()
-                    .map_err(|e| format!("--seed: {e}"))?;
-            }
-            "--kubeconfig" => args.kubeconfig = Some(PathBuf::from(value("--kubeconfig")?)),
-            "--churn" => {
-                args.churn = value("--churn")?
-                    .parse()
-                    .map_err(|e| format!("--churn: {e}"))?;
-            }
-            "--tls" => args.tls = true,
-            "-h" | "--help" => {
-                return Err(
-                    "usage: fake_api_server [--pods N] [--seed S] [--kubeconfig PATH] \
-                            [--tls] [--churn OPS_PER_SEC]"
-                        .into(),
-                );
-            }
-            other => return Err(format!("unknown argument {other:?} (try --help)")),
-        }
-    }
-    Ok(args)
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = parse_args()?;
+    let args = Args::parse();
     let server = FakeApiServer::builder()
         .tls(args.tls)
         .seed(args.seed)
         .start()
         .await?;
-    let pod_resource = ApiResource::pods();
+    let pod_resource = ServedResource::pods();
     for pod in pods(args.seed, args.pods, 4) {
         server.create(&pod_resource, pod)?;
     }

@@ -29,13 +29,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use clap::Parser;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kcache_testing::workload::{self, PodGenerator};
-use kcache_testing_server::fake_api_server::{ApiResource, FakeApiServer, INITIAL_EVENTS_END};
+use kcache_testing_server::fake_api_server::{FakeApiServer, INITIAL_EVENTS_END, ServedResource};
 use tokio::sync::{mpsc, oneshot};
 
 type Http = Client<HttpConnector, Empty<Bytes>>;
@@ -43,46 +44,29 @@ type Http = Client<HttpConnector, Empty<Bytes>>;
 /// Namespaces the pods are spread over, as in the bench.
 const NAMESPACES: usize = 20;
 
+/// What serving costs the fake API server: its CPU time for a paginated list, a watch-list
+/// and a burst of watch events over N realistic pods.
+#[derive(Parser)]
 struct Args {
+    /// Pods to create, spread over 20 namespaces.
+    #[arg(long, default_value_t = 20_000)]
     pods: usize,
+    /// Updates written while the watches are paused, then released at once.
+    #[arg(long, default_value_t = 1000)]
     updates: usize,
     /// Server runtime worker threads; 0: one thread, single-threaded runtime.
+    #[arg(long, default_value_t = 0)]
     threads: usize,
     /// Decode every watch line into a `serde_json::Value`, to read at a client's pace.
+    #[arg(long)]
     decode: bool,
+    /// Write the bodies received (`list.json`, `watch-list.json`, `events.json`) into DIR, with
+    /// `creationTimestamp` values blanked.
+    #[arg(long, value_name = "DIR")]
     dump: Option<PathBuf>,
     /// Seconds to wait once the pods are in, before measuring (to attach a profiler).
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
     pause: u64,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        pods: 20_000,
-        updates: 1000,
-        threads: 0,
-        decode: false,
-        dump: None,
-        pause: 0,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
-        let number = |s: String| s.parse::<u64>().map_err(|e| format!("{arg}: {e}"));
-        match arg.as_str() {
-            "--pods" => args.pods = usize::try_from(number(value("--pods")?)?).unwrap_or(0),
-            "--updates" => {
-                args.updates = usize::try_from(number(value("--updates")?)?).unwrap_or(0);
-            }
-            "--threads" => {
-                args.threads = usize::try_from(number(value("--threads")?)?).unwrap_or(0);
-            }
-            "--decode" => args.decode = true,
-            "--dump" => args.dump = Some(PathBuf::from(value("--dump")?)),
-            "--pause" => args.pause = number(value("--pause")?)?,
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(args)
 }
 
 /// A command to the server thread, answered when done.
@@ -157,7 +141,7 @@ async fn serve(
         .start()
         .await
         .expect("start");
-    let resource = ApiResource::pods();
+    let resource = ServedResource::pods();
     let mut names = Vec::with_capacity(pods);
     for pod in workload::pods(1, pods, NAMESPACES) {
         let created = server.create(&resource, pod).expect("create");
@@ -369,7 +353,7 @@ async fn watch(client: &Http, server: &ServerThread, args: &Args) -> (Vec<u8>, V
 }
 
 fn main() -> Result<(), String> {
-    let args = parse_args()?;
+    let args = Args::parse();
     let server = ServerThread::start(args.pods, args.updates, args.threads)?;
     if args.pause > 0 {
         println!("pid {}: measuring in {} s", std::process::id(), args.pause);

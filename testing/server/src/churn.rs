@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kcache_testing::workload::PodGenerator;
 
-use crate::fake_api_server::{ApiResource, FakeApiServer};
+use crate::fake_api_server::{FakeApiServer, ServedResource};
 
 /// What a [`Churn`] run did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,7 +55,7 @@ impl Churn {
     /// Runs against `server`'s pods resource. Updates and deletes pick among existing pods;
     /// with none, they become adds.
     pub async fn run(&self, server: &FakeApiServer) -> ChurnStats {
-        let pods = ApiResource::pods();
+        let pods = ServedResource::pods();
         let mut generator = PodGenerator::new(self.seed, self.namespaces);
         let mut rng = fastrand::Rng::with_seed(self.seed ^ 0xC0FF_EE00);
         let mut stats = ChurnStats::default();

@@ -26,7 +26,7 @@ pub mod scripted_server;
 
 pub use self::churn::{Churn, ChurnStats};
 pub use self::fake_api_server::{
-    ApiResource, ClientCertificate, FakeApiError, FakeApiServer, FakeApiServerBuilder,
+    ClientCertificate, FakeApiError, FakeApiServer, FakeApiServerBuilder, ServedResource,
 };
 pub use self::fake_proxy::{FakeProxy, FakeProxyBuilder, ProxyProtocol};
 pub use self::scripted_server::{Reply, ScriptedRequest, ScriptedServer};

@@ -4,7 +4,7 @@
 use std::process::Stdio;
 
 use kcache_testing_server::FakeApiServer;
-use kcache_testing_server::fake_api_server::ApiResource;
+use kcache_testing_server::fake_api_server::ServedResource;
 use kcache_testing::workload::{self, PodGenerator};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -26,7 +26,7 @@ pub async fn serve(
         .seed(seed)
         .start()
         .await?;
-    let resource = ApiResource::pods();
+    let resource = ServedResource::pods();
     let mut names = Vec::with_capacity(pods);
     for pod in workload::pods(seed, pods, NAMESPACES) {
         let created = server.create(&resource, pod)?;

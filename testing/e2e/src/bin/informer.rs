@@ -198,7 +198,7 @@ async fn run(mut args: Args) -> Result<(), Failure> {
         .seed(args.seed)
         .start()
         .await?;
-    let pods = kcache_testing_server::ApiResource::pods();
+    let pods = kcache_testing_server::ServedResource::pods();
     for pod in workload::pods(args.seed, args.pods, 10) {
         server.create(&pods, pod)?;
     }
@@ -397,7 +397,7 @@ async fn check(
     let rv = |o: &DynamicObject| o.resource_version().unwrap_or_default().to_owned();
     let key = |o: &DynamicObject| kcache_store::meta_namespace_key(o).map(|k| k.to_string());
     let want: BTreeMap<String, String> = server
-        .list(&kcache_testing_server::ApiResource::pods())
+        .list(&kcache_testing_server::ServedResource::pods())
         .iter()
         .map(|o| Ok((key(o)?, rv(o))))
         .collect::<Result<_, kcache_store::KeyError>>()?;

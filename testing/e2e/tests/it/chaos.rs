@@ -23,7 +23,7 @@ use kcache_reflector::BackoffConfig;
 use kcache_store::{DynamicObject, Object, ObjectOrTombstone, deletion_handling_key};
 use kcache_testing::workload;
 use kcache_testing_server::FakeApiServer;
-use kcache_testing_server::fake_api_server::{ApiResource, Fault, FaultKind, Verb};
+use kcache_testing_server::fake_api_server::{Fault, FaultKind, ServedResource, Verb};
 use tokio_util::sync::CancellationToken;
 
 /// key -> resource version, as a handler would rebuild it from its events.
@@ -78,7 +78,7 @@ impl ResourceEventHandler<DynamicObject> for Log {
 
 fn server_state(server: &FakeApiServer) -> State {
     server
-        .list(&ApiResource::pods())
+        .list(&ServedResource::pods())
         .iter()
         .map(|o| (key(o), rv(o)))
         .collect()
@@ -126,7 +126,7 @@ struct World {
     server: FakeApiServer,
     /// The reflector's page size, when lists are paginated (so continue tokens are in play).
     page_size: Option<i64>,
-    pods: ApiResource,
+    pods: ServedResource,
     generator: workload::PodGenerator,
     names: Vec<(Option<String>, String)>,
     rng: fastrand::Rng,
@@ -151,7 +151,7 @@ impl World {
         let mut world = Self {
             server,
             page_size,
-            pods: ApiResource::pods(),
+            pods: ServedResource::pods(),
             generator: workload::PodGenerator::new(seed, 3),
             names: Vec::new(),
             rng,

@@ -10,8 +10,8 @@ pub(crate) fn pods() -> ApiResource {
 }
 
 /// The fake server's pods resource.
-pub(crate) fn fake_pods() -> kcache_testing_server::ApiResource {
-    kcache_testing_server::ApiResource::pods()
+pub(crate) fn fake_pods() -> kcache_testing_server::ServedResource {
+    kcache_testing_server::ServedResource::pods()
 }
 
 /// The config of the server's own kubeconfig (CA included for TLS).

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kcache_reflector::{Status, StatusDetails};
 
-use super::resource::{ApiResource, ResourceId};
+use super::served_resource::{ResourceId, ServedResource};
 use super::status::ApiError;
 
 /// Which requests a [`Fault`] applies to.
@@ -143,7 +143,7 @@ impl Fault {
 
     /// Only for requests on this resource.
     #[must_use]
-    pub fn on(mut self, resource: &ApiResource) -> Self {
+    pub fn on(mut self, resource: &ServedResource) -> Self {
         self.resource = Some(resource.id());
         self
     }

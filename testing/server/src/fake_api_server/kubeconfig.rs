@@ -1,9 +1,10 @@
 //! A kubeconfig pointing at the fake server, for kubectl and other clients.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
 
 use super::tls::ClientCertificate;
-use super::util::base64_std;
 
 /// A kubeconfig (JSON, which is valid YAML) with one cluster, user and context named
 /// `kcache-fake`. HTTPS configs embed the CA as `certificate-authority-data`; a `client`
@@ -16,12 +17,12 @@ pub(crate) fn render(
 ) -> String {
     let mut cluster = json!({"server": url});
     if let Some(ca) = ca_pem {
-        cluster["certificate-authority-data"] = json!(base64_std(ca.as_bytes()));
+        cluster["certificate-authority-data"] = json!(STANDARD.encode(ca.as_bytes()));
     }
     let mut user = json!({"token": "kcache-fake-token"});
     if let Some(client) = client {
-        user["client-certificate-data"] = json!(base64_std(client.certificate_pem.as_bytes()));
-        user["client-key-data"] = json!(base64_std(client.key_pem.as_bytes()));
+        user["client-certificate-data"] = json!(STANDARD.encode(client.certificate_pem.as_bytes()));
+        user["client-key-data"] = json!(STANDARD.encode(client.key_pem.as_bytes()));
     }
     let config = json!({
         "apiVersion": "v1",

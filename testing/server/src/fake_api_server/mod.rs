@@ -54,11 +54,11 @@
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! use kcache_testing_server::fake_api_server::{ApiResource, FakeApiServer};
+//! use kcache_testing_server::fake_api_server::{ServedResource, FakeApiServer};
 //! use kcache_store::DynamicObject;
 //!
 //! let server = FakeApiServer::builder().tls(true).start().await?;
-//! let pods = ApiResource::pods();
+//! let pods = ServedResource::pods();
 //! server.create(&pods, DynamicObject::new(Some("default"), "web-1")).expect("create");
 //! println!("serving {} (CA {} bytes)", server.url(), server.ca_pem().map_or(0, str::len));
 //! server.shutdown().await;
@@ -70,9 +70,9 @@ mod faults;
 mod kubeconfig;
 mod params;
 mod remaining;
-mod resource;
 mod response;
 mod routes;
+mod served_resource;
 mod state;
 mod status;
 mod stored;
@@ -99,7 +99,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 pub use self::faults::{Fault, FaultKind, UndecodableEvent, Verb};
-pub use self::resource::ApiResource;
+pub use self::served_resource::ServedResource;
 pub use self::state::RequestRecord;
 pub use self::tls::ClientCertificate;
 pub use self::watch::INITIAL_EVENTS_END;
@@ -140,7 +140,7 @@ impl From<ApiError> for FakeApiError {
 #[derive(Debug, Clone)]
 pub struct FakeApiServerBuilder {
     config: Config,
-    resources: Vec<ApiResource>,
+    resources: Vec<ServedResource>,
     tls: bool,
     client_auth: bool,
     seed: u64,
@@ -151,10 +151,10 @@ impl Default for FakeApiServerBuilder {
         Self {
             config: Config::default(),
             resources: vec![
-                ApiResource::pods(),
-                ApiResource::configmaps(),
-                ApiResource::nodes(),
-                ApiResource::namespaces(),
+                ServedResource::pods(),
+                ServedResource::configmaps(),
+                ServedResource::nodes(),
+                ServedResource::namespaces(),
             ],
             tls: false,
             client_auth: false,
@@ -166,7 +166,7 @@ impl Default for FakeApiServerBuilder {
 impl FakeApiServerBuilder {
     /// Also serve `resource` (pods, configmaps, nodes and namespaces are registered already).
     #[must_use]
-    pub fn resource(mut self, resource: ApiResource) -> Self {
+    pub fn resource(mut self, resource: ServedResource) -> Self {
         self.resources.push(resource);
         self
     }
@@ -389,7 +389,7 @@ impl FakeApiServer {
     }
 
     /// Registers another resource while running.
-    pub fn register(&self, resource: ApiResource) {
+    pub fn register(&self, resource: ServedResource) {
         self.shared.lock().register(resource);
     }
 
@@ -401,7 +401,7 @@ impl FakeApiServer {
     /// Creates an object (namespace from its metadata, `default` if unset for namespaced kinds).
     pub fn create(
         &self,
-        resource: &ApiResource,
+        resource: &ServedResource,
         obj: DynamicObject,
     ) -> Result<Arc<DynamicObject>, FakeApiError> {
         let id = resource.id();
@@ -416,7 +416,7 @@ impl FakeApiServer {
     /// (else `Conflict`); an empty one overwrites unconditionally.
     pub fn update(
         &self,
-        resource: &ApiResource,
+        resource: &ServedResource,
         obj: DynamicObject,
     ) -> Result<Arc<DynamicObject>, FakeApiError> {
         let id = resource.id();
@@ -432,7 +432,7 @@ impl FakeApiServer {
     /// Deletes an object (or marks it, if it has finalizers). Returns its final state.
     pub fn delete(
         &self,
-        resource: &ApiResource,
+        resource: &ServedResource,
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Arc<DynamicObject>, FakeApiError> {
@@ -447,7 +447,7 @@ impl FakeApiServer {
     /// The stored object, if any.
     pub fn get(
         &self,
-        resource: &ApiResource,
+        resource: &ServedResource,
         namespace: Option<&str>,
         name: &str,
     ) -> Option<Arc<DynamicObject>> {
@@ -459,7 +459,7 @@ impl FakeApiServer {
     }
 
     /// Every stored object of `resource`, in key order.
-    pub fn list(&self, resource: &ApiResource) -> Vec<Arc<DynamicObject>> {
+    pub fn list(&self, resource: &ServedResource) -> Vec<Arc<DynamicObject>> {
         self.shared
             .lock()
             .resources
@@ -542,7 +542,7 @@ impl FakeApiServer {
     }
 
     /// The open watches on `resource`.
-    pub fn watcher_count(&self, resource: &ApiResource) -> usize {
+    pub fn watcher_count(&self, resource: &ServedResource) -> usize {
         self.shared
             .lock()
             .resources

@@ -6,7 +6,7 @@ use std::time::Duration;
 use kcache_store::{DynamicObject, FieldSelector, Selector};
 use serde_json::Value;
 
-use super::resource::{ApiResource, ResourceId};
+use super::served_resource::{ResourceId, ServedResource};
 use super::status::ApiError;
 
 /// The Kubernetes boolean parameter rule: anything but `0`/`false` (any case) is true.
@@ -18,7 +18,7 @@ pub(crate) fn truthy(value: &str) -> bool {
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
     pub(crate) id: ResourceId,
-    pub(crate) resource: ApiResource,
+    pub(crate) resource: ServedResource,
     pub(crate) namespace: Option<String>,
     pub(crate) name: Option<String>,
     pub(crate) watch_prefix: bool,

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use http::{Method, Request, Response, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
@@ -13,13 +15,13 @@ use serde_json::{Value, json};
 use super::body::ResponseBody;
 use super::faults::{FaultKind, RequestShape, Verb};
 use super::params::{ListParams, Target, parse_rv, truthy};
-use super::resource::{ApiResource, ResourceId};
 use super::response::{error_response, json_response};
+use super::served_resource::{ResourceId, ServedResource};
 use super::state::{RequestRecord, Shared, wait_for_rv};
 use super::status::{self, ApiError, internal};
 use super::stored::Stored;
 use super::table;
-use super::util::{base64_url, base64_url_decode, parse_query};
+use super::util::parse_query;
 use super::watch;
 
 /// Largest request body accepted (POST/PUT).
@@ -270,12 +272,14 @@ fn parse_target(shared: &Shared, segs: &[&str]) -> Result<Target, ApiError> {
             .map(|r| r.resource.clone())
     };
     let (namespace, rest) = match rest {
-        ["namespaces", ns, plural, rest @ ..] if find(plural).is_some_and(|r| r.namespaced) => (
-            Some((*ns).to_owned()),
-            std::iter::once(*plural)
-                .chain(rest.iter().copied())
-                .collect::<Vec<_>>(),
-        ),
+        ["namespaces", ns, plural, rest @ ..] if find(plural).is_some_and(|r| r.api.namespaced) => {
+            (
+                Some((*ns).to_owned()),
+                std::iter::once(*plural)
+                    .chain(rest.iter().copied())
+                    .collect::<Vec<_>>(),
+            )
+        }
         _ => (None, rest.to_vec()),
     };
     let (plural, name) = match rest.as_slice() {
@@ -284,7 +288,7 @@ fn parse_target(shared: &Shared, segs: &[&str]) -> Result<Target, ApiError> {
         _ => return Err(not_found()),
     };
     let resource = find(plural).ok_or_else(not_found)?;
-    if resource.namespaced && name.is_some() && namespace.is_none() {
+    if resource.api.namespaced && name.is_some() && namespace.is_none() {
         return Err(not_found());
     }
     if watch_prefix && name.is_some() {
@@ -301,16 +305,16 @@ fn parse_target(shared: &Shared, segs: &[&str]) -> Result<Target, ApiError> {
 
 fn discovery(shared: &Shared, segs: &[&str], address: &str) -> Option<Value> {
     let state = shared.lock();
-    let resources: Vec<&ApiResource> = state.resources.values().map(|r| &r.resource).collect();
+    let resources: Vec<&ServedResource> = state.resources.values().map(|r| &r.resource).collect();
     let resource_list = |group: &str, version: &str| {
         let items: Vec<Value> = resources
             .iter()
-            .filter(|r| r.group == group && r.version == version)
+            .filter(|r| r.api.group == group && r.api.version == version)
             .map(|r| {
                 json!({
-                    "name": r.plural,
+                    "name": r.api.plural,
                     "singularName": r.singular(),
-                    "namespaced": r.namespaced,
+                    "namespaced": r.api.namespaced,
                     "kind": r.kind,
                     "verbs": ["create", "delete", "get", "list", "update", "watch"],
                     "shortNames": r.short_names,
@@ -327,10 +331,10 @@ fn discovery(shared: &Shared, segs: &[&str], address: &str) -> Option<Value> {
         })
     };
     let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for r in resources.iter().filter(|r| !r.group.is_empty()) {
-        let versions = groups.entry(&r.group).or_default();
-        if !versions.contains(&r.version.as_str()) {
-            versions.push(&r.version);
+    for r in resources.iter().filter(|r| !r.api.group.is_empty()) {
+        let versions = groups.entry(&r.api.group).or_default();
+        if !versions.contains(&r.api.version.as_str()) {
+            versions.push(&r.api.version);
         }
     }
     let group_json = |name: &str, versions: &[&str]| {
@@ -375,12 +379,15 @@ struct Token {
 
 fn encode_token(rv: i64, start: &str) -> String {
     let json = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start});
-    base64_url(json.to_string().as_bytes())
+    URL_SAFE_NO_PAD.encode(json.to_string())
 }
 
 fn decode_token(token: &str) -> Result<Token, ApiError> {
     let bad = |why: &str| ApiError::bad_request(&format!("invalid continue token: {why}"));
-    let bytes = base64_url_decode(token).ok_or_else(|| bad("not base64url"))?;
+    // `base64.RawURLEncoding`, as the API server writes it; padding tolerated.
+    let bytes = URL_SAFE_NO_PAD
+        .decode(token.trim_end_matches('='))
+        .map_err(|_| bad("not base64url"))?;
     let v: Value = serde_json::from_slice(&bytes).map_err(|e| bad(&e.to_string()))?;
     if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
         return Err(bad("unknown version"));
@@ -583,7 +590,7 @@ async fn list(
 
 /// The JSON of a `<Kind>List` with `meta` and `items`, copied from their stored encodings.
 fn list_body(
-    resource: &ApiResource,
+    resource: &ServedResource,
     meta: &serde_json::Map<String, Value>,
     items: &[&Stored],
 ) -> Result<Vec<u8>, ApiError> {
@@ -593,7 +600,7 @@ fn list_body(
     out.extend_from_slice(b"{\"kind\":");
     serde_json::to_writer(&mut out, &format!("{}List", resource.kind)).map_err(internal)?;
     out.extend_from_slice(b",\"apiVersion\":");
-    serde_json::to_writer(&mut out, &resource.api_version()).map_err(internal)?;
+    serde_json::to_writer(&mut out, &resource.api.api_version()).map_err(internal)?;
     out.extend_from_slice(b",\"metadata\":");
     serde_json::to_writer(&mut out, meta).map_err(internal)?;
     out.extend_from_slice(b",\"items\":[");

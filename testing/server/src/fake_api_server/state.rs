@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::faults::{Fault, FaultKind, RequestShape, UndecodableEvent, Verb};
 use super::remaining::RemainingCounts;
-use super::resource::{ApiResource, ResourceId};
+use super::served_resource::{ResourceId, ServedResource};
 use super::status::ApiError;
 use super::stored::Stored;
 use super::util::now_secs;
@@ -93,7 +93,7 @@ pub(crate) type Objects = BTreeMap<String, Arc<Stored>>;
 /// One registered resource.
 #[derive(Debug)]
 pub(crate) struct ResourceState {
-    pub(crate) resource: ApiResource,
+    pub(crate) resource: ServedResource,
     pub(crate) objects: Objects,
     pub(crate) history: VecDeque<Arc<Event>>,
     /// Every event with an RV up to this one is gone: resuming from an older RV gives 410.
@@ -165,7 +165,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(config: Config, resources: Vec<ApiResource>, seed: u64) -> Self {
+    pub(crate) fn new(config: Config, resources: Vec<ServedResource>, seed: u64) -> Self {
         let mut state = State {
             rv: 1,
             resources: BTreeMap::new(),
@@ -238,7 +238,7 @@ pub(crate) struct WatchSetup {
 /// The stored object an update or delete acts on, as [`State::existing`] finds it.
 struct Existing<'n> {
     /// The object's resource.
-    resource: ApiResource,
+    resource: ServedResource,
     /// The namespace as it applies to the resource: `None` when cluster-scoped.
     namespace: Option<&'n str>,
     /// The store key.
@@ -248,7 +248,7 @@ struct Existing<'n> {
 }
 
 impl State {
-    pub(crate) fn register(&mut self, resource: ApiResource) {
+    pub(crate) fn register(&mut self, resource: ServedResource) {
         self.resources
             .entry(resource.id())
             .or_insert_with(|| ResourceState {
@@ -343,7 +343,7 @@ impl State {
         mut obj: DynamicObject,
     ) -> Result<Arc<Stored>, ApiError> {
         let resource = self.resource(id)?.resource.clone();
-        let namespace = if resource.namespaced {
+        let namespace = if resource.api.namespaced {
             match (url_namespace, obj.metadata.namespace.as_deref()) {
                 (Some(u), Some(b)) if !b.is_empty() && u != b => {
                     return Err(ApiError::bad_request(
@@ -384,7 +384,7 @@ impl State {
         if self.resource(id)?.objects.contains_key(&key) {
             return Err(ApiError::already_exists(&resource.qualified(), &name));
         }
-        obj.api_version = Some(resource.api_version());
+        obj.api_version = Some(resource.api.api_version());
         obj.kind = Some(resource.kind.clone());
         obj.metadata.uid = Some(uuid(&mut self.rng));
         obj.metadata.creation_timestamp = Some(rfc3339(now_secs()));
@@ -404,7 +404,11 @@ impl State {
     ) -> Result<Existing<'n>, ApiError> {
         let rs = self.resource(id)?;
         let resource = rs.resource.clone();
-        let namespace = if resource.namespaced { namespace } else { None };
+        let namespace = if resource.api.namespaced {
+            namespace
+        } else {
+            None
+        };
         let key = key_of(namespace, name);
         let Some(old) = rs.objects.get(&key).cloned() else {
             return Err(ApiError::not_found(&resource.qualified(), name));
@@ -473,7 +477,7 @@ impl State {
         if rv_mismatch || uid_mismatch {
             return Err(ApiError::conflict(&resource.qualified(), name));
         }
-        obj.api_version = Some(resource.api_version());
+        obj.api_version = Some(resource.api.api_version());
         obj.kind = Some(resource.kind.clone());
         obj.metadata.name = Some(name.to_owned());
         obj.metadata.namespace = namespace.map(str::to_owned);
@@ -537,7 +541,7 @@ impl State {
         name: &str,
     ) -> Result<Arc<Stored>, ApiError> {
         let rs = self.resource(id)?;
-        let namespace = if rs.resource.namespaced {
+        let namespace = if rs.resource.api.namespaced {
             namespace
         } else {
             None

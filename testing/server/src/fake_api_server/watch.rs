@@ -137,7 +137,7 @@ fn stream(
     let timeout = p.timeout.unwrap_or(shared.config.default_watch_timeout);
     let producer = Producer {
         kind: target.resource.kind.clone(),
-        api_version: target.resource.api_version(),
+        api_version: target.resource.api.api_version(),
         unfiltered: target.namespace.is_none()
             && p.label.is_empty()
             && p.field.is_empty()

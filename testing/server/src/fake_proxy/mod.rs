@@ -15,12 +15,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-
-use crate::fake_api_server::util::base64_std;
 
 /// How long a client has to finish its request (the CONNECT head, or the SOCKS5 greeting,
 /// authentication and request) before the proxy hangs up.
@@ -66,7 +66,7 @@ struct Credentials {
 
 impl Credentials {
     fn new(user: String, password: String) -> Self {
-        let basic = base64_std(format!("{user}:{password}").as_bytes());
+        let basic = STANDARD.encode(format!("{user}:{password}").as_bytes());
         Self {
             user,
             password,

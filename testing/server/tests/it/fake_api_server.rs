@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use http::{Method, StatusCode, Version};
-use kcache_store::DynamicObject;
-use kcache_testing_server::fake_api_server::{ApiResource, FakeApiServer, INITIAL_EVENTS_END};
+use kcache_store::{ApiResource, DynamicObject};
+use kcache_testing_server::fake_api_server::{FakeApiServer, INITIAL_EVENTS_END, ServedResource};
 use serde_json::{Value, json};
 
 use crate::fake_api_server_client::{Client, End, Reply, Watch, summary};
@@ -37,7 +37,7 @@ pub(crate) fn create_pods<S: AsRef<str>>(
 ) {
     for name in names {
         server
-            .create(&ApiResource::pods(), pod(ns, name.as_ref(), "web"))
+            .create(&ServedResource::pods(), pod(ns, name.as_ref(), "web"))
             .unwrap();
     }
 }
@@ -71,13 +71,13 @@ async fn assert_quiet(watch: &mut Watch) {
 #[tokio::test]
 async fn list_has_the_real_shape_and_one_global_rv() {
     let server = FakeApiServer::start().await.unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     server.create(&pods, pod("b", "p2", "web")).unwrap();
     server.create(&pods, pod("a", "p1", "web")).unwrap();
     let cm: DynamicObject =
         serde_json::from_value(json!({"metadata": {"name": "c", "namespace": "a"}, "data": {}}))
             .unwrap();
-    let cm = server.create(&ApiResource::configmaps(), cm).unwrap();
+    let cm = server.create(&ServedResource::configmaps(), cm).unwrap();
     assert_eq!(cm.metadata.resource_version.as_deref(), Some("4"));
     let client = Client::new(&server);
     let reply = client.get("/api/v1/pods").await;
@@ -129,7 +129,10 @@ async fn list_has_the_real_shape_and_one_global_rv() {
 
 #[tokio::test]
 async fn crd_style_resources_under_apis_carry_types_on_items() {
-    let widgets = ApiResource::new("example.com", "v1", "widgets", "Widget", true);
+    let widgets = ServedResource::new(
+        ApiResource::new("example.com", "v1", "widgets", true),
+        "Widget",
+    );
     let server = FakeApiServer::builder()
         .resource(widgets.clone())
         .start()
@@ -152,7 +155,7 @@ async fn crd_style_resources_under_apis_carry_types_on_items() {
 #[tokio::test]
 async fn pagination_keeps_one_snapshot_and_tokens_expire() {
     let server = FakeApiServer::start().await.unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     create_pods(&server, "ns", numbered("p", 5));
     let client = Client::new(&server);
     let first = client.get("/api/v1/pods?limit=2").await.json();
@@ -205,7 +208,7 @@ async fn pagination_keeps_one_snapshot_and_tokens_expire() {
 #[tokio::test]
 async fn remaining_item_count_is_exact_on_every_page() {
     let server = FakeApiServer::start().await.unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     // "ab" sorts between "a" and "b": its keys must not leak into namespace "a"'s pages.
     for (ns, n) in [("a", 7), ("ab", 2), ("b", 6), ("c", 5)] {
         create_pods(&server, ns, numbered("p", n));
@@ -284,7 +287,7 @@ async fn continue_tokens_expire_when_history_is_compacted() {
 #[tokio::test]
 async fn label_and_field_selectors() {
     let server = FakeApiServer::start().await.unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     server.create(&pods, pod("a", "web-1", "web")).unwrap();
     server.create(&pods, pod("a", "db-1", "db")).unwrap();
     let mut other = pod("b", "plain", "x");
@@ -350,7 +353,7 @@ async fn resource_version_semantics_for_list() {
         .start()
         .await
         .unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     create_pods(&server, "ns", ["a", "b"]);
     let at = server.resource_version();
     server.delete(&pods, Some("ns"), "a").unwrap();
@@ -444,7 +447,7 @@ async fn resource_version_semantics_for_list() {
 #[tokio::test]
 async fn watch_from_rv_replays_history_then_live_events() {
     let server = FakeApiServer::start().await.unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     server.create(&pods, pod("ns", "a", "web")).unwrap();
     let from = server.resource_version();
     let mut b = (*server.create(&pods, pod("ns", "b", "web")).unwrap()).clone();
@@ -470,7 +473,7 @@ async fn watch_from_rv_replays_history_then_live_events() {
     // Writes to another resource bump the RV but do not show here.
     server
         .create(
-            &ApiResource::configmaps(),
+            &ServedResource::configmaps(),
             DynamicObject::new(Some("ns"), "cm"),
         )
         .unwrap();
@@ -486,7 +489,7 @@ async fn watch_from_rv_replays_history_then_live_events() {
 #[tokio::test]
 async fn watch_without_rv_starts_with_synthetic_added() {
     let server = FakeApiServer::start().await.unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     create_pods(&server, "ns", ["b", "a"]);
     let client = Client::new(&server);
     for rv in ["", "&resourceVersion=0"] {
@@ -550,7 +553,7 @@ async fn bookmarks_are_periodic_on_demand_and_never_behind() {
         .start()
         .await
         .unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     server.create(&pods, pod("ns", "a", "web")).unwrap();
     let client = Client::new(&server);
     let mut plain = client.watch("/api/v1/pods?watch=1&resourceVersion=2").await;
@@ -559,7 +562,7 @@ async fn bookmarks_are_periodic_on_demand_and_never_behind() {
         .await;
     server
         .create(
-            &ApiResource::configmaps(),
+            &ServedResource::configmaps(),
             DynamicObject::new(Some("ns"), "cm"),
         )
         .unwrap();
@@ -596,7 +599,7 @@ async fn bookmarks_are_periodic_on_demand_and_never_behind() {
 #[tokio::test]
 async fn paused_watches_queue_events_and_resume_in_order() {
     let server = FakeApiServer::start().await.unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     let from = server.resource_version();
     let client = Client::new(&server);
     let mut watch = client
@@ -667,7 +670,7 @@ async fn large_watch_lists_and_bursts_arrive_whole_and_in_order() {
         .start()
         .await
         .unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     // Every third pod is a database; `flipped`: the other way round.
     let app = |i: usize, flipped: bool| {
         if i.is_multiple_of(3) == flipped {
@@ -723,10 +726,10 @@ async fn large_watch_lists_and_bursts_arrive_whole_and_in_order() {
 #[tokio::test]
 async fn send_initial_events_ends_with_the_annotated_bookmark() {
     let server = FakeApiServer::start().await.unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     create_pods(&server, "ns", ["b", "a"]);
     server
-        .create(&ApiResource::nodes(), DynamicObject::new(None, "n1"))
+        .create(&ServedResource::nodes(), DynamicObject::new(None, "n1"))
         .unwrap();
     let client = Client::new(&server);
     let mut watch = client
@@ -769,7 +772,7 @@ async fn send_initial_events_ends_with_the_annotated_bookmark() {
 #[tokio::test]
 async fn selector_transitions_become_added_and_deleted() {
     let server = FakeApiServer::start().await.unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     let created = server.create(&pods, pod("ns", "p", "db")).unwrap();
     let client = Client::new(&server);
     let rv = server.resource_version();
@@ -850,7 +853,7 @@ async fn create_update_delete_over_http_with_conflicts() {
     assert_eq!(gone.status, StatusCode::NOT_FOUND);
     assert_eq!(gone.json()["reason"], "NotFound");
     // Finalizers: delete marks (MODIFIED), removing them deletes (DELETED).
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     let mut p = pod("ns", "f", "web");
     p.metadata
         .other
@@ -874,7 +877,10 @@ async fn create_update_delete_over_http_with_conflicts() {
 
 #[tokio::test]
 async fn discovery_documents() {
-    let widgets = ApiResource::new("example.com", "v1", "widgets", "Widget", false);
+    let widgets = ServedResource::new(
+        ApiResource::new("example.com", "v1", "widgets", false),
+        "Widget",
+    );
     let server = FakeApiServer::builder()
         .resource(widgets)
         .start()
@@ -924,7 +930,7 @@ async fn https_with_http2_and_the_generated_ca() {
             .starts_with("-----BEGIN CERTIFICATE-----")
     );
     server
-        .create(&ApiResource::pods(), pod("ns", "a", "web"))
+        .create(&ServedResource::pods(), pod("ns", "a", "web"))
         .unwrap();
     let client = Client::new(&server);
     let reply = client.get("/api/v1/pods").await;
@@ -946,7 +952,7 @@ async fn slow_watchers_are_closed_without_blocking_writers() {
         .start()
         .await
         .unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     let client = Client::new(&server);
     let mut watch = client.watch("/api/v1/pods?watch=1&resourceVersion=1").await;
     // The stream task is parked on a full body channel; the watcher buffer overflows.

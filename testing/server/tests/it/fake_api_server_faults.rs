@@ -5,7 +5,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::StatusCode;
 use kcache_store::DynamicObject;
-use kcache_testing_server::fake_api_server::{ApiResource, FakeApiServer, Fault, FaultKind, Verb};
+use kcache_testing_server::fake_api_server::{
+    FakeApiServer, Fault, FaultKind, ServedResource, Verb,
+};
 
 use crate::fake_api_server::{create_pods, page};
 use crate::fake_api_server_client::{Client, End, Watch, summary};
@@ -37,7 +39,7 @@ async fn list_errors_with_status_and_retry_after_then_success() {
     let server = server_with_pods(1).await;
     let client = Client::new(&server);
     server.inject(Fault::status(Verb::List, 500, "InternalError", "boom").times(2));
-    server.inject(Fault::too_many_requests(Verb::List, 3).on(&ApiResource::pods()));
+    server.inject(Fault::too_many_requests(Verb::List, 3).on(&ServedResource::pods()));
     for _ in 0..2 {
         let reply = client.get("/api/v1/pods").await;
         assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR);
@@ -58,7 +60,7 @@ async fn list_errors_with_status_and_retry_after_then_success() {
                 retry_after: Some(1),
             },
         )
-        .on(&ApiResource::pods()),
+        .on(&ServedResource::pods()),
     );
     assert_eq!(client.get("/api/v1/nodes").await.status, StatusCode::OK);
     let text = client.get("/api/v1/pods").await;
@@ -209,7 +211,7 @@ async fn compaction_expires_resumes_exact_lists_and_tokens() {
 #[tokio::test]
 async fn undecodable_events_break_only_the_wire() {
     let server = server_with_pods(2).await;
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     let rv = server.resource_version();
     server.inject(Fault::watch(FaultKind::UndecodableModifiedAfter(0)));
     let client = Client::new(&server);

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use kcache_testing_server::fake_api_server::{ApiResource, FakeApiServer, FakeApiServerBuilder};
+use kcache_testing_server::fake_api_server::{FakeApiServer, FakeApiServerBuilder, ServedResource};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
@@ -99,7 +99,7 @@ async fn kubectl_get_pods_all_namespaces() {
     }
     for tls in [false, true] {
         let env = env(tls).await;
-        let pods = ApiResource::pods();
+        let pods = ServedResource::pods();
         env.server
             .create(&pods, pod("alpha", "web-1", "web"))
             .unwrap();
@@ -131,7 +131,7 @@ async fn kubectl_presents_the_kubeconfigs_client_certificate() {
     }
     let env = env_of(FakeApiServer::builder().tls(true).client_auth(true)).await;
     env.server
-        .create(&ApiResource::pods(), pod("default", "web-1", "web"))
+        .create(&ServedResource::pods(), pod("default", "web-1", "web"))
         .unwrap();
     let names = run(&env, &["get", "pods", "-o", "name"]).await;
     assert_eq!(names.trim(), "pod/web-1");
@@ -178,7 +178,7 @@ async fn kubectl_get_raw_with_limit_and_continue() {
     let env = env(false).await;
     for i in 0..3 {
         env.server
-            .create(&ApiResource::pods(), pod("ns", &format!("p{i}"), "web"))
+            .create(&ServedResource::pods(), pod("ns", &format!("p{i}"), "web"))
             .unwrap();
     }
     let first: serde_json::Value =
@@ -205,7 +205,7 @@ async fn kubectl_get_pods_watch_shows_a_change() {
         return;
     }
     let env = env(false).await;
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     env.server
         .create(&pods, pod("ns", "before", "web"))
         .unwrap();

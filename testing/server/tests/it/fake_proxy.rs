@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use kcache_testing_server::fake_api_server::{ApiResource, FakeApiServer};
+use kcache_testing_server::fake_api_server::{FakeApiServer, ServedResource};
 use kcache_testing_server::{FakeProxy, ProxyProtocol};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -551,7 +551,7 @@ async fn kubectl_get_pods(kubeconfig: &Kubeconfig) -> String {
 async fn kubectl_through(proxy: &FakeProxy, proxy_url: &str, name: &str) {
     let server = FakeApiServer::builder().tls(true).start().await.unwrap();
     server
-        .create(&ApiResource::pods(), pod("alpha", "web-1", "web"))
+        .create(&ServedResource::pods(), pod("alpha", "web-1", "web"))
         .unwrap();
     let kubeconfig = kubeconfig_with_proxy(&server, proxy_url, name);
     let out = kubectl_get_pods(&kubeconfig).await;

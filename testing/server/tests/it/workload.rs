@@ -3,12 +3,12 @@
 use kcache_testing::workload;
 use kcache_testing_server::Churn;
 use kcache_testing_server::FakeApiServer;
-use kcache_testing_server::fake_api_server::ApiResource;
+use kcache_testing_server::fake_api_server::ServedResource;
 
 #[tokio::test]
 async fn churn_does_what_it_reports() {
     let server = FakeApiServer::start().await.unwrap();
-    let pods = ApiResource::pods();
+    let pods = ServedResource::pods();
     for pod in workload::pods(3, 10, 2) {
         server.create(&pods, pod).unwrap();
     }

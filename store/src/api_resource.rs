@@ -1,12 +1,14 @@
-//! [`ApiResource`]: which collection to list and watch (group, version, plural, scope).
+//! [`ApiResource`]: which collection to list and watch (group, version, plural, scope), and the
+//! paths the API server serves it under. The HTTP client lists and watches by it; the fake API
+//! server serves by it.
 
 /// A resource type on the API server: where its collection lives.
 ///
 /// For k8s-openapi types (feature `k8s-openapi`) [`ApiResource::of`] reads it from the type; for
-/// custom resources and [`DynamicObject`](kcache_store::DynamicObject) give it by hand.
+/// custom resources and [`DynamicObject`](crate::DynamicObject) give it by hand.
 ///
 /// ```
-/// use kcache_client_http::ApiResource;
+/// use kcache_store::ApiResource;
 ///
 /// let widgets = ApiResource::new("example.com", "v1", "widgets", true);
 /// assert_eq!(widgets.api_version(), "example.com/v1");
@@ -39,14 +41,14 @@ impl ApiResource {
     ///
     /// ```
     /// use k8s_openapi::api::core::v1::{Node, Pod};
-    /// use kcache_client_http::ApiResource;
+    /// use kcache_store::ApiResource;
     ///
     /// assert_eq!(ApiResource::of::<Pod>(), ApiResource::new("", "v1", "pods", true));
     /// assert!(!ApiResource::of::<Node>().namespaced);
     /// ```
     #[cfg(feature = "k8s-openapi")]
     #[cfg_attr(docsrs, doc(cfg(feature = "k8s-openapi")))]
-    pub fn of<K: k8s_openapi::Resource>() -> Self {
+    pub fn of<K: ::k8s_openapi::Resource>() -> Self {
         Self {
             group: K::GROUP.to_owned(),
             version: K::VERSION.to_owned(),
@@ -54,7 +56,7 @@ impl ApiResource {
             // `ResourceScope` has no methods and the scope types are not `'static`-bound, so
             // the scope is told by its type's name.
             namespaced: std::any::type_name::<K::Scope>()
-                == std::any::type_name::<k8s_openapi::NamespaceResourceScope>(),
+                == std::any::type_name::<::k8s_openapi::NamespaceResourceScope>(),
         }
     }
 
@@ -71,7 +73,7 @@ impl ApiResource {
     /// or across all namespaces.
     ///
     /// ```
-    /// use kcache_client_http::ApiResource;
+    /// use kcache_store::ApiResource;
     ///
     /// let pods = ApiResource::new("", "v1", "pods", true);
     /// assert_eq!(pods.collection_path(Some("web")), "/api/v1/namespaces/web/pods");

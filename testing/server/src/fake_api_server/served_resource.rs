@@ -1,0 +1,130 @@
+//! [`ServedResource`]: one resource type the fake server serves: the [`ApiResource`] (group,
+//! version, plural, scope, and so its paths) plus what only a server needs (kind, list style,
+//! field selectors, short names).
+
+use kcache_store::ApiResource;
+
+/// A resource type served by the [`FakeApiServer`](super::FakeApiServer).
+///
+/// Core resources have an empty group and are served under `/api/v1`; others under
+/// `/apis/<group>/<version>` (the paths are [`ApiResource::collection_path`]'s).
+///
+/// ```
+/// use kcache_store::ApiResource;
+/// use kcache_testing_server::fake_api_server::ServedResource;
+///
+/// let pods = ServedResource::pods();
+/// assert_eq!(pods.api, ApiResource::new("", "v1", "pods", true));
+/// assert_eq!(pods.api.collection_path(Some("web")), "/api/v1/namespaces/web/pods");
+///
+/// let widgets = ServedResource::new(ApiResource::new("example.com", "v1", "widgets", true), "Widget");
+/// assert!(widgets.crd_style);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ServedResource {
+    /// Group, version, plural and scope: where the collection lives.
+    pub api: ApiResource,
+    /// Kind, e.g. `Pod`.
+    pub kind: String,
+    /// CRD style: list items carry `apiVersion`/`kind` (built-in types omit them).
+    pub crd_style: bool,
+    /// Extra field-selector paths beyond `metadata.name`/`metadata.namespace`, e.g.
+    /// `spec.nodeName`. Values are read from the object JSON at that dotted path.
+    pub fields: Vec<String>,
+    /// Short names shown in discovery (`po` for pods).
+    pub short_names: Vec<String>,
+}
+
+impl ServedResource {
+    /// A resource of kind `kind` with no extra field selectors; CRD list style when its group
+    /// looks like a CRD's (has a dot and is not `*.k8s.io`).
+    pub fn new(api: ApiResource, kind: &str) -> Self {
+        let crd_style = api.group.contains('.') && !api.group.ends_with(".k8s.io");
+        Self {
+            api,
+            kind: kind.to_owned(),
+            crd_style,
+            fields: Vec::new(),
+            short_names: Vec::new(),
+        }
+    }
+
+    /// A core `v1` resource with one short name.
+    fn core(plural: &str, kind: &str, namespaced: bool, short_name: &str) -> Self {
+        Self::new(ApiResource::new("", "v1", plural, namespaced), kind).with_short_name(short_name)
+    }
+
+    /// Core `v1` pods, with field selectors `spec.nodeName` and `status.phase`.
+    pub fn pods() -> Self {
+        Self::core("pods", "Pod", true, "po")
+            .with_field("spec.nodeName")
+            .with_field("status.phase")
+    }
+
+    /// Core `v1` configmaps.
+    pub fn configmaps() -> Self {
+        Self::core("configmaps", "ConfigMap", true, "cm")
+    }
+
+    /// Core `v1` nodes (cluster-scoped).
+    pub fn nodes() -> Self {
+        Self::core("nodes", "Node", false, "no")
+    }
+
+    /// Core `v1` namespaces (cluster-scoped).
+    pub fn namespaces() -> Self {
+        Self::core("namespaces", "Namespace", false, "ns")
+    }
+
+    /// Sets [`crd_style`](Self::crd_style).
+    #[must_use]
+    pub fn with_crd_style(mut self, crd_style: bool) -> Self {
+        self.crd_style = crd_style;
+        self
+    }
+
+    /// Adds a field-selector path (dotted JSON path into the object).
+    #[must_use]
+    pub fn with_field(mut self, path: &str) -> Self {
+        self.fields.push(path.to_owned());
+        self
+    }
+
+    /// Adds a short name shown in discovery.
+    #[must_use]
+    pub fn with_short_name(mut self, short_name: &str) -> Self {
+        self.short_names.push(short_name.to_owned());
+        self
+    }
+
+    /// The identity used to look the resource up: (group, version, plural).
+    pub(crate) fn id(&self) -> ResourceId {
+        ResourceId {
+            group: self.api.group.clone(),
+            version: self.api.version.clone(),
+            plural: self.api.plural.clone(),
+        }
+    }
+
+    /// The singular name used in messages and discovery: the lowercase kind.
+    pub(crate) fn singular(&self) -> String {
+        self.kind.to_lowercase()
+    }
+
+    /// `pods` or `widgets.example.com`, as used in error messages (`pods "x" not found`).
+    pub(crate) fn qualified(&self) -> String {
+        if self.api.group.is_empty() {
+            self.api.plural.clone()
+        } else {
+            format!("{}.{}", self.api.plural, self.api.group)
+        }
+    }
+}
+
+/// The lookup key of a registered resource.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct ResourceId {
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) plural: String,
+}
