@@ -1,0 +1,157 @@
+//! Handlers and streams of a [`SharedIndexInformer`]: added before or after start (a late one
+//! first receives the cache as initial adds), each with its own resync period, removable.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use kcache_store::{Object, Store};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::listener::Listener;
+use crate::processor::{MINIMUM_RESYNC_PERIOD, determine_resync_period};
+use crate::{Error, Event, EventStream, Registration, ResourceEventHandler, Result};
+
+use super::SharedIndexInformer;
+
+impl<T: Object> SharedIndexInformer<T> {
+    /// Adds a handler with the informer's default resync period.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Stopped`] after the informer stopped; [`Error::Thread`] if no thread can be had.
+    pub fn add_event_handler(
+        &self,
+        handler: impl ResourceEventHandler<T>,
+    ) -> Result<Registration<T>> {
+        let resync = self.settings().default_handler_resync;
+        self.add_event_handler_with_resync(handler, resync)
+    }
+
+    /// Adds a handler that asks to be resynced every `resync` (zero: never).
+    ///
+    /// # Errors
+    ///
+    /// As [`add_event_handler`](Self::add_event_handler).
+    pub fn add_event_handler_with_resync(
+        &self,
+        handler: impl ResourceEventHandler<T>,
+        resync: Duration,
+    ) -> Result<Registration<T>> {
+        let handler: Arc<dyn ResourceEventHandler<T>> = Arc::new(handler);
+        self.register(resync, |id, synced| {
+            Listener::with_handler(id, handler, resync, synced).map_err(Error::Thread)
+        })
+    }
+
+    /// Subscribes to the events as a `Stream`, with the informer's default resync period.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Stopped`] after the informer stopped.
+    pub fn subscribe(&self) -> Result<EventStream<T>> {
+        let resync = self.settings().default_handler_resync;
+        self.subscribe_with_resync(resync)
+    }
+
+    /// Subscribes to the events as a `Stream` that asks to be resynced every `resync`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Stopped`] after the informer stopped.
+    pub fn subscribe_with_resync(&self, resync: Duration) -> Result<EventStream<T>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut shared = None;
+        self.register(resync, |id, synced| {
+            let l = Listener::with_channel(id, tx, resync, synced);
+            shared = Some(Arc::clone(&l.shared));
+            Ok(l)
+        })?;
+        let shared = shared.ok_or(Error::Stopped)?;
+        Ok(EventStream::new(rx, shared))
+    }
+
+    /// client-go's `AddEventHandlerWithOptions`: reconciles the resync period, registers the
+    /// listener and, after start, replays the cache to it.
+    fn register(
+        &self,
+        requested: Duration,
+        make: impl FnOnce(u64, Arc<AtomicBool>) -> Result<Listener<T>>,
+    ) -> Result<Registration<T>> {
+        let mut s = self.settings();
+        if s.stopped {
+            return Err(Error::Stopped);
+        }
+        let mut resync = requested;
+        if !resync.is_zero() {
+            resync = resync.max(MINIMUM_RESYNC_PERIOD);
+            if resync < s.resync_check {
+                if s.started {
+                    tracing::warn!(
+                        ?resync,
+                        check = ?s.resync_check,
+                        "resync period is shorter than the informer's check period; raised"
+                    );
+                    resync = s.resync_check;
+                } else {
+                    s.resync_check = resync;
+                    self.inner.processor.reconcile(resync);
+                }
+            }
+        }
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let listener = make(id, Arc::clone(&self.inner.synced))?;
+        {
+            let mut r = listener
+                .resync
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            r.requested = resync;
+            r.effective = determine_resync_period(resync, s.resync_check);
+            if s.started && !r.effective.is_zero() {
+                r.next = Some(Instant::now() + r.effective);
+            }
+        }
+        let listener = Arc::new(listener);
+        let registration = Registration {
+            id,
+            informer: Arc::as_ptr(&self.inner) as usize,
+            shared: Arc::clone(&listener.shared),
+        };
+        if s.started {
+            // Join under the delta lock: every object arrives once, in the replay or later.
+            let _block = self
+                .inner
+                .block_deltas
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for obj in self.inner.indexer.list() {
+                listener.push(Event::Add {
+                    obj,
+                    is_in_initial_list: true,
+                });
+            }
+            self.inner.processor.add(listener);
+        } else {
+            self.inner.processor.add(listener);
+        }
+        Ok(registration)
+    }
+
+    /// Removes a handler: its pending events are dropped; an event being handled finishes.
+    /// Removing twice, or a registration of another informer, does nothing.
+    pub fn remove_event_handler(&self, registration: &Registration<T>) {
+        if registration.informer != Arc::as_ptr(&self.inner) as usize {
+            return;
+        }
+        let _block = self
+            .inner
+            .block_deltas
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(l) = self.inner.processor.remove(registration.id) {
+            l.close();
+        }
+    }
+}
