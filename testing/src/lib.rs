@@ -9,7 +9,7 @@
 //! - Queue reference models and invariants: [`check_delta_fifo_against_model`] and friends run a
 //!   random operation sequence against a queue and its model; the `*_like` variants take your
 //!   own `Queue` implementation.
-//! - [`wait_until`]: polls a condition with a deadline.
+//! - [`wait_until`]: polls a condition with a deadline; [`LogCapture`]: what a test logged.
 //!
 //! The fake API server, the fake proxies and the scripted server (hyper, rustls) are in
 //! `kcache-testing-server` (`testing/server/`), so tests that need no HTTP never build it.
@@ -17,6 +17,7 @@
 //! kcache's own crates use these from their tests; they are public so users can too.
 
 mod fake_lister_watcher;
+mod log_capture;
 mod queue_invariants;
 mod queue_model;
 
@@ -27,6 +28,7 @@ pub use self::fake_lister_watcher::{
     FakeHandle, FakeListerWatcher, FakeObject, FakeRequest, Undecodable, WatchListSupport,
     wait_until,
 };
+pub use self::log_capture::LogCapture;
 pub use self::queue_invariants::{
     DeltaFifoConfig, QueueOp, QueueSetup, check_delta_fifo_against_model, check_delta_fifo_like,
     check_fifo_against_model, check_fifo_like, check_real_fifo_against_model, check_real_fifo_like,

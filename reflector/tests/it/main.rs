@@ -8,7 +8,6 @@
 mod faults;
 mod hardening;
 mod list;
-mod logs;
 mod send_sync;
 mod support;
 mod undecodable_props;

@@ -64,7 +64,7 @@ async fn streaming_list_refused_falls_back_to_list_at_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_streaming_list_without_its_bookmark_warns_every_ten_seconds() {
-    let (warnings, _guard) = crate::logs::Warnings::capture();
+    let (logs, _guard) = kcache_testing::LogCapture::capture();
     let env = Env::with_pods(2);
     env.handle.set_watch_list(WatchListSupport::Ignore);
     let builder = env.builder().idle_timeout(Some(Duration::from_secs(45)));
@@ -73,15 +73,15 @@ async fn a_streaming_list_without_its_bookmark_warns_every_ten_seconds() {
         env.wait_synced().await;
     })
     .await;
-    let waiting = warnings.matching("still waiting for the bookmark");
+    let waiting = logs.warnings("still waiting for the bookmark");
     // At 10, 20, 30 and 40 s of each of the three attempts; the idle timeout ends each at 45 s,
     // then the reflector falls back to a paginated list.
     assert_eq!(waiting.len(), 12, "{waiting:?}");
     assert!(
-        waiting[0].starts_with("reflector{resource=test}: "),
+        waiting[0].starts_with("WARN reflector{resource=test}: "),
         "{waiting:?}"
     );
-    let failed = warnings.matching("streaming list failed");
+    let failed = logs.warnings("streaming list failed");
     assert_eq!(failed.len(), 3, "{failed:?}");
     assert!(
         failed[0].contains("error=watch delivered nothing for 45s"),

@@ -4,7 +4,7 @@
 //! the watch-error hook and a WARN line inside `reflector{resource=pods}` carry the cause, and
 //! that time and memory stay within the configured bounds.
 //!
-//! The tests run on a current-thread runtime, so [`Logs::capture`] sees everything the
+//! The tests run on a current-thread runtime, so [`LogCapture::capture`] sees everything the
 //! reflector and the client log. They use the real clock with a 5-100 ms backoff (each wait is
 //! bounded and short), except the `Retry-After` test, which pauses the clock (see
 //! [`metronome`]).
@@ -23,7 +23,7 @@ use kcache_testing_server::scripted_server::{
 use serde_json::{Value, json};
 
 use crate::hostile_support::{Running, State, broken_pod, pod, quick, state};
-use crate::log_capture::Logs;
+use kcache_testing::LogCapture;
 
 /// How long a real-clock test waits for the informer to heal at most.
 const HEAL: Duration = Duration::from_secs(10);
@@ -79,7 +79,7 @@ async fn eventually(limit: Duration, what: &str, mut cond: impl FnMut() -> bool)
 }
 
 /// Asserts that some WARN line inside the reflector's span contains every one of `needles`.
-fn assert_warned(logs: &Logs, needles: &[&str]) {
+fn assert_warned(logs: &LogCapture, needles: &[&str]) {
     let lines = logs.warnings(needles[0]);
     assert!(
         lines
@@ -92,7 +92,7 @@ fn assert_warned(logs: &Logs, needles: &[&str]) {
 
 #[tokio::test]
 async fn an_undecodable_modified_removes_the_old_version_and_a_good_one_brings_it_back() {
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = LogCapture::capture();
     let (server, feed) =
         one_watch_server(vec![pod("a", "10", "v1"), pod("b", "10", "v1")], "10").await;
     let run = Running::start(server.url(), |b| b, quick);
@@ -145,7 +145,7 @@ async fn an_undecodable_modified_removes_the_old_version_and_a_good_one_brings_i
 
 #[tokio::test]
 async fn an_undecodable_deleted_removes_the_object() {
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = LogCapture::capture();
     let (server, feed) =
         one_watch_server(vec![pod("a", "10", "v1"), pod("b", "10", "v1")], "10").await;
     let run = Running::start(server.url(), |b| b, quick);
@@ -213,7 +213,7 @@ async fn the_real_deleted_after_an_undecodable_modified_is_not_heard_twice() {
 #[tokio::test]
 async fn an_event_over_the_size_limit_is_healed_by_a_relist() {
     const LIMIT: usize = 16 * 1024;
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = LogCapture::capture();
     // The server's state; the first streaming list goes on with the feed.
     let objects = Arc::new(Mutex::new((vec![pod("a", "10", "v1")], "10".to_owned())));
     let (feed, rest) = feed();
@@ -278,7 +278,7 @@ async fn an_event_over_the_size_limit_is_healed_by_a_relist() {
 
 #[tokio::test]
 async fn a_closed_port_is_reported_with_its_cause_not_silently_retried() {
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = LogCapture::capture();
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
@@ -310,7 +310,7 @@ async fn a_closed_port_is_reported_with_its_cause_not_silently_retried() {
 
 #[tokio::test]
 async fn a_list_item_without_a_name_is_reported_and_the_rest_syncs() {
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = LogCapture::capture();
     let mut nameless = pod("x", "9", "v1");
     nameless["metadata"].as_object_mut().unwrap().remove("name");
     let items = vec![pod("a", "10", "v1"), nameless, pod("b", "10", "v1")];
@@ -371,7 +371,7 @@ async fn falls_back_without_the_bookmark(
     failure: &str,
     text: &str,
 ) {
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = LogCapture::capture();
     let server = no_bookmark_server(then).await;
     let start = Instant::now();
     let run = Running::start(
@@ -430,7 +430,7 @@ async fn a_streaming_list_that_stalls_without_its_bookmark_falls_back_after_the_
 
 #[tokio::test]
 async fn a_repeated_continue_token_fails_the_list_at_once() {
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = LogCapture::capture();
     // In the first two lists the second page names the same token again, for ever; the
     // third list ends after two pages.
     let lists = Arc::new(AtomicUsize::new(0));
@@ -490,7 +490,7 @@ impl Drop for SetOnDrop {
 #[tokio::test]
 async fn a_list_body_over_max_list_bytes_fails_without_being_buffered() {
     const LIMIT: usize = 64 * 1024;
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = LogCapture::capture();
     let lists = Arc::new(AtomicUsize::new(0));
     // Set when the endless body is dropped (the client hung up).
     let dropped = Arc::new(AtomicBool::new(false));
@@ -580,7 +580,7 @@ fn metronome() -> tokio::task::JoinHandle<()> {
 #[tokio::test(start_paused = true)]
 async fn a_retry_after_of_63_years_is_capped_at_the_backoff_cap() {
     const CAP: Duration = Duration::from_secs(30);
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = LogCapture::capture();
     let metronome = metronome();
     let too_many = || {
         Reply::status(
@@ -651,7 +651,7 @@ async fn a_retry_after_of_63_years_is_capped_at_the_backoff_cap() {
 #[tokio::test]
 async fn decode_reports_never_quote_server_values() {
     const SECRETS: [&str; 3] = ["hunter2-SECRET-token", "SECRET-variant", "31415926535"];
-    let (logs, _guard) = Logs::capture();
+    let (logs, _guard) = LogCapture::capture();
     let (feed, rest) = feed();
     let rest = Mutex::new(Some(rest));
     let items = vec![

@@ -6,6 +6,5 @@ mod chaos;
 mod hostile;
 mod hostile_support;
 mod informer;
-mod log_capture;
 mod own_thread;
 mod support;

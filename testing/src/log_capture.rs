@@ -1,19 +1,32 @@
-//! Capturing `tracing` output in a test: a minimal subscriber installed as the thread's default
-//! (the tests that use it run on a current-thread runtime, so the reflector and the HTTP client
-//! log on the test's thread). Every level is kept, so a test can also prove that something is
-//! logged nowhere.
+//! [`LogCapture`]: what a test logged through `tracing`, line by line, so it can assert that a
+//! failure was logged with its cause (or that a secret was logged nowhere).
+//!
+//! A minimal subscriber installed as the thread's default: run the test on a current-thread
+//! runtime, so everything under test logs on the test's thread. Every level is kept.
 
 use std::fmt::{self, Write as _};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
-/// The lines logged while the guard of [`Logs::capture`] lives, each as `LEVEL `, the spans it
+/// The lines logged while the guard of [`LogCapture::capture`] lives, each as `LEVEL `, the spans it
 /// was logged in (`reflector{resource=pods}: `), its message and ` field=value` pairs.
+///
+/// ```
+/// use kcache_testing::LogCapture;
+///
+/// let (logs, _guard) = LogCapture::capture();
+/// let span = tracing::warn_span!("reflector", resource = "pods");
+/// span.in_scope(|| tracing::warn!(error = "connection refused", "list failed"));
+/// assert_eq!(
+///     logs.warnings("list failed"),
+///     ["WARN reflector{resource=\"pods\"}: list failed error=\"connection refused\""]
+/// );
+/// ```
 #[derive(Clone, Default)]
-pub(crate) struct Logs(Arc<Mutex<Vec<String>>>, Arc<Mutex<Spans>>);
+pub struct LogCapture(Arc<Mutex<Vec<String>>>, Arc<Mutex<Spans>>);
 
 #[derive(Default)]
 struct Spans {
@@ -21,9 +34,9 @@ struct Spans {
     entered: Vec<usize>,
 }
 
-impl Logs {
+impl LogCapture {
     /// Starts capturing on this thread; stops when the guard is dropped.
-    pub(crate) fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
+    pub fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
         install_global();
         let logs = Self::default();
         let guard = tracing::subscriber::set_default(logs.clone());
@@ -32,16 +45,30 @@ impl Logs {
     }
 
     /// Every captured line.
-    pub(crate) fn all(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
+    pub fn all(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The captured WARN lines containing `needle`.
-    pub(crate) fn warnings(&self, needle: &str) -> Vec<String> {
+    pub fn warnings(&self, needle: &str) -> Vec<String> {
         self.all()
             .into_iter()
             .filter(|l| l.starts_with("WARN ") && l.contains(needle))
             .collect()
+    }
+}
+
+impl fmt::Debug for LogCapture {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LogCapture")
+            .field(
+                "lines",
+                &self.0.lock().unwrap_or_else(PoisonError::into_inner).len(),
+            )
+            .finish_non_exhaustive()
     }
 }
 
@@ -57,7 +84,7 @@ impl Visit for Line {
     }
 }
 
-impl Subscriber for Logs {
+impl Subscriber for LogCapture {
     fn enabled(&self, _: &Metadata<'_>) -> bool {
         true
     }
@@ -65,10 +92,10 @@ impl Subscriber for Logs {
     fn new_span(&self, attrs: &Attributes<'_>) -> Id {
         let mut fields = Line(String::new());
         attrs.record(&mut fields);
-        let mut spans = self.1.lock().unwrap();
+        let mut spans = self.1.lock().unwrap_or_else(PoisonError::into_inner);
         let text = format!("{}{{{}}}", attrs.metadata().name(), fields.0.trim_start());
         spans.names.push(text);
-        Id::from_u64(spans.names.len() as u64)
+        Id::from_u64(u64::try_from(spans.names.len()).unwrap_or(u64::MAX))
     }
 
     fn record(&self, _: &Id, _: &Record<'_>) {}
@@ -78,22 +105,34 @@ impl Subscriber for Logs {
     fn event(&self, event: &Event<'_>) {
         let mut line = Line(format!("{} ", event.metadata().level()));
         {
-            let spans = self.1.lock().unwrap();
-            for &i in &spans.entered {
-                let _ = write!(line.0, "{}: ", spans.names[i - 1]);
+            let spans = self.1.lock().unwrap_or_else(PoisonError::into_inner);
+            for name in spans.entered.iter().filter_map(|&i| spans.names.get(i - 1)) {
+                let _ = write!(line.0, "{name}: ");
             }
         }
         event.record(&mut line);
-        self.0.lock().unwrap().push(line.0);
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(line.0);
     }
 
     fn enter(&self, id: &Id) {
-        let i = usize::try_from(id.into_u64()).unwrap();
-        self.1.lock().unwrap().entered.push(i);
+        if let Ok(i) = usize::try_from(id.into_u64()) {
+            self.1
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entered
+                .push(i);
+        }
     }
 
     fn exit(&self, _: &Id) {
-        self.1.lock().unwrap().entered.pop();
+        self.1
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entered
+            .pop();
     }
 }
 
