@@ -173,15 +173,3 @@ impl Error {
         }
     }
 }
-
-/// The error and its sources, joined with `: ` (for messages that must carry a whole chain).
-pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        cur = s.source();
-    }
-    out
-}

@@ -66,6 +66,11 @@ impl Backoff {
         }
     }
 
+    /// The largest base delay: also the most a server's `Retry-After` is honoured.
+    pub fn cap(&self) -> Duration {
+        self.config.cap
+    }
+
     /// The next delay, as of `now`; advances the state.
     pub fn next_delay(&mut self, now: Instant) -> Duration {
         if self

@@ -87,9 +87,14 @@ impl Reporter {
     }
 
     /// A list or watch failure: counted, logged (rate-limited) with its cause chain, and given to
-    /// the watch-error hook.
+    /// the watch-error hook. An undecodable event that ends a watch (or a streaming-list
+    /// attempt) was reported by [`decode`](Self::decode) when it was found: here it is only
+    /// logged, so no hook hears the same failure twice.
     pub(crate) fn error(&self, e: &Error, what: &str) {
-        self.errors.fetch_add(1, Ordering::Relaxed);
+        let already_reported = matches!(e, Error::Decode(_));
+        if !already_reported {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+        }
         let allowed = self.state().errors.allow(Instant::now());
         if let Some(suppressed) = allowed {
             if suppressed > 0 {
@@ -98,7 +103,7 @@ impl Reporter {
                 tracing::warn!(error = %ErrorChain(e), "{what}");
             }
         }
-        if let Some(hook) = &self.watch_error_hook {
+        if let Some(hook) = self.watch_error_hook.as_ref().filter(|_| !already_reported) {
             hook(e);
         }
     }

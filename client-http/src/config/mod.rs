@@ -268,8 +268,8 @@ impl Config {
             Err(kubeconfig) => match Self::in_cluster() {
                 Ok(config) => Ok(config),
                 Err(in_cluster) => Err(Error::Infer {
-                    kubeconfig: crate::error::chain(&kubeconfig),
-                    in_cluster: crate::error::chain(&in_cluster),
+                    kubeconfig: kcache_reflector::ErrorChain(&kubeconfig).to_string(),
+                    in_cluster: kcache_reflector::ErrorChain(&in_cluster).to_string(),
                 }),
             },
         }

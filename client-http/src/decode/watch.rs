@@ -424,7 +424,7 @@ mod tests {
             out.push(match r {
                 Ok(WatchEvent::Added(o)) => Ok(o.metadata.name.unwrap_or_default()),
                 Ok(other) => Ok(format!("{:?}", other.event_type())),
-                Err(e) => Err(crate::error::chain(&e)),
+                Err(e) => Err(kcache_reflector::ErrorChain(&e).to_string()),
             });
         };
         for c in chunks {

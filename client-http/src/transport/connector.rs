@@ -142,7 +142,7 @@ impl Service<Uri> for Remember {
         let failure = Arc::clone(&self.failure);
         Box::pin(async move {
             connecting.await.map_err(|e| -> BoxError {
-                let message = crate::error::chain(&e);
+                let message = kcache_reflector::ErrorChain(&e).to_string();
                 match failure.lock() {
                     Ok(mut slot) => {
                         *slot = Some(e.into());

@@ -110,7 +110,9 @@ impl<T: Object> ReflectorBuilder<T> {
 
     /// The most pages one paginated list may take (default [`DEFAULT_MAX_LIST_PAGES`], at least
     /// 1). A list that goes past it fails (and is retried after the backoff), as does one whose
-    /// server repeats a continue token.
+    /// server repeats a continue token. A streaming list may send at most this many pages' worth
+    /// of initial events (pages of the page size, 500 by default); past that it falls back to a
+    /// paginated list.
     pub fn max_list_pages(mut self, pages: usize) -> Self {
         self.max_list_pages = pages.max(1);
         self
@@ -199,7 +201,6 @@ impl<T: Object> ReflectorBuilder<T> {
             max_list_pages: self.max_list_pages,
             use_watch_list: self.use_watch_list,
             watch_list_attempts: self.watch_list_attempts,
-            retry_after_cap: self.backoff.cap,
             min_watch_timeout: self.min_watch_timeout,
             idle_timeout: self.idle_timeout,
             max_internal_error_retry: self.max_internal_error_retry,

@@ -11,6 +11,16 @@ use super::{DEFAULT_PAGE_SIZE, Reflector, cancellable};
 use crate::{DecodeError, Error, ErrorChain, EventType, ListOptions, ObjectList, ObjectRef};
 
 impl<T: Object> Reflector<T> {
+    /// The most objects one list may bring: `max_list_pages` pages of the page size. A
+    /// streaming list's initial events are held to it too.
+    pub(super) fn max_list_objects(&self) -> usize {
+        let page = self
+            .page_size
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(usize::try_from(DEFAULT_PAGE_SIZE).unwrap_or(500));
+        self.max_list_pages.saturating_mul(page)
+    }
+
     /// Leaves out (and reports) objects without a name: no key can be made for them.
     fn named(&self, items: Vec<T>) -> Vec<T> {
         if items.iter().all(has_name) {

@@ -135,7 +135,6 @@ pub struct Reflector<T: Object> {
     max_list_pages: usize,
     use_watch_list: bool,
     watch_list_attempts: u32,
-    retry_after_cap: Duration,
     min_watch_timeout: Duration,
     idle_timeout: Option<Duration>,
     max_internal_error_retry: Duration,
@@ -257,7 +256,7 @@ impl<T: Object> Reflector<T> {
     /// next backoff.
     fn retry_delay(&self, e: &Error) -> Duration {
         match e.retry_after() {
-            Some(d) => d.min(self.retry_after_cap),
+            Some(d) => d.min(self.state().backoff.cap()),
             None => self.next_backoff(),
         }
     }

@@ -129,6 +129,13 @@ impl<T: Object> Reflector<T> {
                 Item::Ended => return Err(Error::InitialEventsIncomplete { events: count }),
             };
             count += 1;
+            if count > self.max_list_objects() {
+                return Err(Error::Limit(format!(
+                    "the streaming list sent more than {} initial events (max_list_pages × the \
+                     page size) without its initial-events bookmark",
+                    self.max_list_objects()
+                )));
+            }
             match ev {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                     let o = self.prepare(self.keyable(o, EventType::Added)?);

@@ -12,30 +12,9 @@ use kcache_reflector::{
 use kcache_store::{Cache, DynamicObject, Store};
 use kcache_testing::{Undecodable, WatchListSupport};
 
-use crate::support::{Env, drive, first_list, pod, relist, sleep_secs, watch, watch_list};
-
-/// Waits until the store holds the fake's state minus the objects clients cannot decode.
-async fn wait_decodable(env: &Env) {
-    let poisoned = env.handle.undecodable_keys();
-    let want: Vec<_> = env
-        .handle
-        .objects()
-        .into_iter()
-        .filter(|o| {
-            let key = format!("ns/{}", o.metadata.name.as_deref().unwrap_or_default());
-            !poisoned.iter().any(|k| k.as_str() == key)
-        })
-        .collect();
-    let store = Arc::clone(&env.store);
-    kcache_testing::wait_until(Duration::from_secs(600), move || {
-        store.len() == want.len()
-            && want.iter().all(|o| {
-                let key = format!("ns/{}", o.metadata.name.as_deref().unwrap_or_default());
-                store.get_by_key(&key).is_some_and(|s| *s == *o)
-            })
-    })
-    .await;
-}
+use crate::support::{
+    Env, drive, first_list, pod, relist, sleep_secs, three_attempts_then_list, watch, watch_list,
+};
 
 fn labelled(name: &str, v: &str) -> DynamicObject {
     let mut p = pod(name);
@@ -51,7 +30,7 @@ async fn an_undecodable_modified_removes_the_old_version_and_the_rv_moves_on() {
             env.handle.wait_for_watches(1).await;
             env.handle
                 .update_undecodable(labelled("p1", "new"), Undecodable::Readable);
-            wait_decodable(&env).await;
+            env.wait_synced().await;
             assert!(env.store.get_by_key("ns/p1").is_none());
             // A later version that decodes brings it back.
             env.handle.update(labelled("p1", "newer"));
@@ -97,16 +76,70 @@ async fn an_unreadable_modified_ends_the_watch_and_the_relist_heals_the_cache() 
         env.handle
             .update_undecodable(labelled("p1", "new"), Undecodable::Unreadable);
         env.handle.wait_for_lists(2).await;
-        wait_decodable(&env).await;
+        env.wait_synced().await;
     })
     .await;
     // The relist is at the last synced RV, and leaves the undecodable version out.
     env.assert_requests(&[first_list(), watch("2"), relist("2"), watch("3")]);
     assert!(env.store.get_by_key("ns/p1").is_none());
+    // Told once, to the decode hook; the watch it ended is only logged.
     assert_eq!(
-        env.only_error(),
-        "could not decode watch event: expected value"
+        *env.decode_errors.lock().unwrap(),
+        [
+            "could not decode watch event: expected value",
+            "could not decode list item: expected value"
+        ]
     );
+    assert!(env.errors().is_empty(), "{:?}", env.errors());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unreadable_event_reaches_a_lone_watch_error_hook_once() {
+    // The informer's setting: one hook for everything.
+    let env = Env::with_pods(1);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = Arc::clone(&seen);
+    let builder = Reflector::builder(Arc::new(env.fake.clone()), env.store.clone())
+        .seed(3)
+        .use_watch_list(false)
+        .watch_error_handler(move |e| s.lock().unwrap().push(e.to_string()));
+    let reflector = env
+        .run(builder, async {
+            env.handle.wait_for_watches(1).await;
+            env.handle.send_decode_error();
+            env.handle.wait_for_watches(2).await;
+        })
+        .await;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["could not decode watch event: expected value"]
+    );
+    assert_eq!((reflector.decode_errors(), reflector.errors()), (1, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_streaming_list_that_never_ends_its_initial_events_is_bounded() {
+    // Pages of 2, at most 2 pages: a streaming list may send 4 initial events.
+    let env = Env::with_pods(3);
+    env.handle.set_watch_list(WatchListSupport::Ignore);
+    let builder = env.builder().page_size(2).max_list_pages(2);
+    env.run(builder, async {
+        env.handle.wait_for_watches(1).await;
+        env.handle.update(labelled("p1", "a"));
+        env.handle.update(labelled("p1", "b"));
+        env.handle.wait_for_lists(1).await;
+        env.wait_synced().await;
+    })
+    .await;
+    let errors = env.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with("the streaming list sent more than 4 initial events"),
+        "{errors:?}"
+    );
+    // Straight to one list (at RV "0" the watch cache answers it whole), no second attempt.
+    assert_eq!(env.handle.list_count(), 1);
+    assert_eq!(env.handle.watch_count(), 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -117,19 +150,19 @@ async fn an_undecodable_list_item_is_left_out_and_reported_once_per_version() {
     let reflector = env
         .run_classic(async {
             env.handle.wait_for_watches(1).await;
-            wait_decodable(&env).await;
+            env.wait_synced().await;
             // A relist sees the same version again: not reported twice.
             env.handle
                 .send_error(&Status::expired("too old resource version"));
             env.handle.wait_for_watches(2).await;
-            wait_decodable(&env).await;
+            env.wait_synced().await;
         })
         .await;
     assert_eq!(env.store.list_keys().len(), 1);
     assert_eq!(
         *env.decode_errors.lock().unwrap(),
         ["could not decode list item (ns/p1 at resourceVersion 3): \
-          invalid type: string \"…\", expected u32 at object.spec.replicas"]
+          invalid type: string \"…\", expected u32 at spec.replicas"]
     );
     assert_eq!(reflector.decode_errors(), 1);
 }
@@ -141,7 +174,7 @@ async fn a_streaming_list_with_an_undecodable_object_leaves_just_that_key_out() 
         .update_undecodable(labelled("p2", "bad"), Undecodable::Readable);
     env.run_streaming(async {
         env.handle.wait_for_watches(1).await;
-        wait_decodable(&env).await;
+        env.wait_synced().await;
     })
     .await;
     env.assert_requests(&[watch_list("")]);
@@ -158,13 +191,7 @@ async fn a_streaming_list_that_ends_without_its_bookmark_falls_back_after_three_
         env.wait_synced().await;
     })
     .await;
-    env.assert_requests(&[
-        watch_list(""),
-        watch_list(""),
-        watch_list(""),
-        first_list(),
-        watch("2"),
-    ]);
+    env.assert_requests(&three_attempts_then_list("2"));
     // Every failed attempt reaches the hook; after the third one the reflector falls back.
     let errors = env.errors();
     assert_eq!(errors.len(), 3, "{errors:?}");

@@ -163,9 +163,19 @@ impl Env {
         assert_eq!(stored, want);
     }
 
-    /// Waits until the store holds exactly the fake's state.
+    /// Waits until the store holds exactly the fake's state, less the objects no client can
+    /// decode (see `FakeHandle::update_undecodable`).
     pub(crate) async fn wait_synced(&self) {
-        let want = self.handle.objects();
+        let undecodable = self.handle.undecodable_keys();
+        let want: Vec<Obj> = self
+            .handle
+            .objects()
+            .into_iter()
+            .filter(|o| {
+                let key = format!("ns/{}", o.metadata.name.as_deref().unwrap_or_default());
+                !undecodable.iter().any(|k| k.as_str() == key)
+            })
+            .collect();
         let store = Arc::clone(&self.store);
         kcache_testing::wait_until(Duration::from_secs(600), move || {
             want.iter().all(|o| {
@@ -265,6 +275,18 @@ pub(crate) fn watch_list(rv: &str) -> FakeRequest {
         send_initial_events: Some(true),
         ..ListOptions::default()
     })
+}
+
+/// Three streaming lists that never got their initial-events bookmark, then the fallback: the
+/// first paginated list and a watch from `rv`.
+pub(crate) fn three_attempts_then_list(rv: &str) -> Vec<FakeRequest> {
+    vec![
+        watch_list(""),
+        watch_list(""),
+        watch_list(""),
+        first_list(),
+        watch(rv),
+    ]
 }
 
 /// Sleeps `secs` seconds of (paused) tokio time.

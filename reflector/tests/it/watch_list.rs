@@ -7,7 +7,9 @@ use kcache_store::Store;
 use kcache_testing::WatchListSupport;
 use tokio::time::Instant;
 
-use crate::support::{Env, first_list, pod, sleep_secs, watch, watch_list};
+use crate::support::{
+    Env, first_list, pod, sleep_secs, three_attempts_then_list, watch, watch_list,
+};
 
 #[tokio::test(start_paused = true)]
 async fn streaming_list_accepted_replaces_at_the_bookmark_and_keeps_the_stream() {
@@ -91,13 +93,7 @@ async fn a_streaming_list_without_its_bookmark_warns_every_ten_seconds() {
         failed[2].contains("falling back to a paginated list"),
         "{failed:?}"
     );
-    env.assert_requests(&[
-        watch_list(""),
-        watch_list(""),
-        watch_list(""),
-        first_list(),
-        watch("2"),
-    ]);
+    env.assert_requests(&three_attempts_then_list("2"));
 }
 
 #[tokio::test(start_paused = true)]
@@ -112,13 +108,7 @@ async fn streaming_list_ignored_by_an_old_server_falls_back_after_the_idle_timeo
     })
     .await;
     // Three stalled attempts (the idle timeout ends each), then a paginated list.
-    env.assert_requests(&[
-        watch_list(""),
-        watch_list(""),
-        watch_list(""),
-        first_list(),
-        watch("2"),
-    ]);
+    env.assert_requests(&three_attempts_then_list("2"));
     env.assert_store_matches();
     assert_eq!(env.errors().len(), 3, "{:?}", env.errors());
 }

@@ -18,15 +18,16 @@ impl Undecodable {
     /// The decode error a client would report for `obj` in a watch event of type `ty` (or in a
     /// list when `ty` is `None`).
     pub(super) fn error<T: Object>(self, obj: &T, ty: Option<EventType>) -> DecodeError {
-        let context = if ty.is_some() {
-            "watch event"
+        // A watch event's object sits under `object`; a list item is the object itself.
+        let (context, path) = if ty.is_some() {
+            ("watch event", "object.spec.replicas")
         } else {
-            "list item"
+            ("list item", "spec.replicas")
         };
         match self {
             Self::Readable => DecodeError::new(context, "invalid type: string \"…\", expected u32")
                 .with_event_type(ty)
-                .with_path(Some("object.spec.replicas".to_owned()))
+                .with_path(Some(path.to_owned()))
                 .with_object(Some(ObjectRef::new(
                     obj.namespace(),
                     obj.name().unwrap_or_default(),
