@@ -101,9 +101,9 @@ pub use self::config::{
     Identity, InClusterOptions, Kubeconfig, KubeconfigOptions, NamedAuthInfo, NamedCluster,
     NamedContext, fuzz_kubeconfig,
 };
+pub use self::decode::decode_list;
 pub use self::decode::managed_fields::SkipManagedFields;
 pub use self::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, fuzz_watch_decoder};
-pub use self::decode::{DecodeErrorHook, decode_list};
 pub use self::error::{BoxError, Error, Result};
 // The one resource type, in `kcache-store` so the fake API server serves by it too.
 pub use self::lister_watcher::{

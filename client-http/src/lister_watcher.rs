@@ -2,14 +2,13 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchStream};
 use kcache_store::Object;
 use serde::de::DeserializeOwned;
 
 use crate::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
-use crate::decode::{DecodeErrorHook, DecodeOptions, decode_list_with};
+use crate::decode::{DecodeOptions, decode_list_with};
 use crate::transport::request::{collection_url, get};
 use crate::transport::response::collect_bounded;
 use crate::{ApiResource, Client};
@@ -64,7 +63,7 @@ impl<T> Clone for HttpListerWatcher<T> {
             namespace: self.namespace.clone(),
             max_event_size: self.max_event_size,
             max_list_bytes: self.max_list_bytes,
-            decode: self.decode.clone(),
+            decode: self.decode,
             _t: PhantomData,
         }
     }
@@ -143,14 +142,6 @@ impl<T> HttpListerWatcherBuilder<T> {
     /// body is never buffered past it, and a larger one fails the list with [`Error::Limit`].
     pub fn max_list_bytes(mut self, bytes: usize) -> Self {
         self.inner.max_list_bytes = bytes.max(1);
-        self
-    }
-
-    /// Called with every object skipped because it could not be decoded: list items and watch
-    /// events. (They are also logged; a skipped watch event also reaches the reflector.)
-    pub fn on_decode_error(mut self, hook: impl Fn(&Error) + Send + Sync + 'static) -> Self {
-        let hook: DecodeErrorHook = Arc::new(hook);
-        self.inner.decode.on_error = Some(hook);
         self
     }
 
@@ -236,7 +227,7 @@ where
                 "the list response",
             )
             .await?;
-            decode_list_with(&body, &self.decode)
+            decode_list_with(&body, self.decode)
         };
         tokio::time::timeout(self.client.list_timeout(), work)
             .await
@@ -264,12 +255,7 @@ where
             .max_event_size(self.max_event_size)
             .skip_managed_fields(self.decode.skip_managed_fields)
             .exact_capacities(self.decode.exact_capacities);
-        Ok(watch_stream(
-            response.into_body(),
-            decoder,
-            guard,
-            self.decode.clone(),
-        ))
+        Ok(watch_stream(response.into_body(), decoder, guard))
     }
 
     /// `plural` or `plural.group` (`pods`, `deployments.apps`), for the reflector's logs.

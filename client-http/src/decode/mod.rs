@@ -14,8 +14,6 @@ pub(crate) mod forward;
 pub(crate) mod managed_fields;
 pub(crate) mod watch;
 
-use std::sync::Arc;
-
 use kcache_reflector::{DecodeError, Error, ListMeta, ObjectList, reason_of};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -24,39 +22,15 @@ use serde_json::value::RawValue;
 use crate::SkipManagedFields;
 use crate::decode::exact_capacity::ArrayCounts;
 
-/// Called with every object the client skipped because it could not be decoded (list items
-/// and watch events alike).
-pub type DecodeErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
-
 /// How objects are decoded: the options of an [`HttpListerWatcher`](crate::HttpListerWatcher)
-/// that the decoders share.
-#[derive(Clone, Default)]
+/// that the decoders share. (Undecodable objects are not reported here: the list's
+/// `skipped` and the watch stream's errors reach the reflector, which reports each once.)
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct DecodeOptions {
     /// Drop `metadata.managedFields` while parsing.
     pub(crate) skip_managed_fields: bool,
     /// Size vectors exactly (an array-counting pass first).
     pub(crate) exact_capacities: bool,
-    /// Told about every skipped object.
-    pub(crate) on_error: Option<DecodeErrorHook>,
-}
-
-impl std::fmt::Debug for DecodeOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DecodeOptions")
-            .field("skip_managed_fields", &self.skip_managed_fields)
-            .field("exact_capacities", &self.exact_capacities)
-            .field("on_error", &self.on_error.as_ref().map(|_| "Fn(&Error)"))
-            .finish()
-    }
-}
-
-impl DecodeOptions {
-    /// Tells the hook of a skipped object (the reflector logs it).
-    pub(crate) fn report(&self, error: &Error) {
-        if let Some(hook) = &self.on_error {
-            hook(error);
-        }
-    }
 }
 
 /// Decodes one object from JSON text, with exact vector capacities when `counts` is given
@@ -102,19 +76,17 @@ struct RawList<'a> {
 pub fn decode_list<T: DeserializeOwned>(
     body: &[u8],
     skip_managed_fields: bool,
-    on_error: Option<&DecodeErrorHook>,
 ) -> Result<ObjectList<T>, Error> {
     let options = DecodeOptions {
         skip_managed_fields,
         exact_capacities: false,
-        on_error: on_error.cloned(),
     };
-    decode_list_with(body, &options)
+    decode_list_with(body, options)
 }
 
 pub(crate) fn decode_list_with<T: DeserializeOwned>(
     body: &[u8],
-    options: &DecodeOptions,
+    options: DecodeOptions,
 ) -> Result<ObjectList<T>, Error> {
     let raw: RawList<'_> = serde_json::from_slice(body)
         .map_err(|e| Error::decode(DecodeError::new("list response", reason_of(&e))))?;
@@ -128,9 +100,10 @@ pub(crate) fn decode_list_with<T: DeserializeOwned>(
         {
             items.push(obj);
         } else {
-            let d = DecodeError::of_object::<T>(format!("list item {i}"), item.get());
-            options.report(&Error::decode(d.clone()));
-            skipped.push(d);
+            skipped.push(DecodeError::of_object::<T>(
+                format!("list item {i}"),
+                item.get(),
+            ));
         }
     }
     Ok(ObjectList::from_meta(items, raw.metadata).with_skipped(skipped))
@@ -140,41 +113,33 @@ pub(crate) fn decode_list_with<T: DeserializeOwned>(
 mod tests {
     use super::*;
     use kcache_store::DynamicObject;
-    use std::sync::Mutex;
 
     #[test]
     fn one_bad_item_is_skipped_and_reported() {
         let body = br#"{"kind":"PodList","metadata":{"resourceVersion":"9","continue":"c","remainingItemCount":2},
             "items":[{"metadata":{"name":"a"}},{"metadata":{"name":5,"namespace":"ns"}},{"metadata":{"name":"c"}}]}"#;
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s2 = seen.clone();
-        let hook: DecodeErrorHook =
-            Arc::new(move |e: &Error| s2.lock().unwrap().push(e.to_string()));
-        let list: ObjectList<DynamicObject> = decode_list(body, false, Some(&hook)).unwrap();
+        let list: ObjectList<DynamicObject> = decode_list(body, false).unwrap();
         assert_eq!(list.items.len(), 2);
         assert_eq!(list.resource_version, "9");
         assert_eq!(list.next_page_token(), Some("c"));
         assert_eq!(list.remaining_item_count, Some(2));
+        let skipped: Vec<String> = list.skipped.iter().map(ToString::to_string).collect();
         assert_eq!(
-            *seen.lock().unwrap(),
+            skipped,
             [
                 "could not decode list item 1: invalid type: integer `…`, expected a string at metadata.name"
             ]
         );
-        assert_eq!(list.skipped.len(), 1);
     }
 
     #[test]
     fn bad_item_is_named_when_possible() {
         let body = br#"{"items":[{"metadata":{"name":"x","namespace":"ns"},"apiVersion":7}]}"#;
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s2 = seen.clone();
-        let hook: DecodeErrorHook =
-            Arc::new(move |e: &Error| s2.lock().unwrap().push(e.to_string()));
-        let list: ObjectList<DynamicObject> = decode_list(body, true, Some(&hook)).unwrap();
+        let list: ObjectList<DynamicObject> = decode_list(body, true).unwrap();
         assert!(list.items.is_empty());
+        let skipped: Vec<String> = list.skipped.iter().map(ToString::to_string).collect();
         assert_eq!(
-            *seen.lock().unwrap(),
+            skipped,
             [
                 "could not decode list item 0 (ns/x): invalid type: integer `…`, expected a string at apiVersion"
             ]
@@ -184,9 +149,9 @@ mod tests {
     #[test]
     fn null_items_and_garbage() {
         let list: ObjectList<DynamicObject> =
-            decode_list(br#"{"metadata":{"continue":""},"items":null}"#, false, None).unwrap();
+            decode_list(br#"{"metadata":{"continue":""},"items":null}"#, false).unwrap();
         assert!(list.items.is_empty() && list.continue_token.is_none());
-        let e = decode_list::<DynamicObject>(b"<html>", false, None).unwrap_err();
+        let e = decode_list::<DynamicObject>(b"<html>", false).unwrap_err();
         assert_eq!(
             e.to_string(),
             "could not decode list response: expected value"

@@ -26,7 +26,6 @@ use kcache_reflector::{DecodeError, Error, WatchEvent, WatchStream};
 use serde::de::DeserializeOwned;
 
 use crate::SkipManagedFields;
-use crate::decode::DecodeOptions;
 use crate::decode::exact_capacity::ArrayCounts;
 use crate::transport::ResponseBody;
 
@@ -316,7 +315,6 @@ struct State<T> {
     body: ResponseBody,
     decoder: WatchDecoder<T>,
     guard: Option<Pin<Box<tokio::time::Sleep>>>,
-    options: DecodeOptions,
     done: bool,
 }
 
@@ -326,21 +324,16 @@ pub(crate) fn watch_stream<T: DeserializeOwned + Send + 'static>(
     body: ResponseBody,
     decoder: WatchDecoder<T>,
     guard: Option<Duration>,
-    options: DecodeOptions,
 ) -> WatchStream<T> {
     let state = State {
         body,
         decoder,
         guard: guard.map(|d| Box::pin(tokio::time::sleep(d))),
-        options,
         done: false,
     };
     futures_util::stream::unfold(state, |mut s| async move {
         loop {
             if let Some(item) = s.decoder.next_event() {
-                if let (Err(e), Some(hook)) = (&item, &s.options.on_error) {
-                    hook(e);
-                }
                 return Some((item, s));
             }
             if s.done {
@@ -365,9 +358,6 @@ pub(crate) fn watch_stream<T: DeserializeOwned + Send + 'static>(
                 None => {
                     s.done = true;
                     let item = s.decoder.finish()?;
-                    if let (Err(e @ Error::Decode(_)), Some(hook)) = (&item, &s.options.on_error) {
-                        hook(e);
-                    }
                     return Some((item, s));
                 }
             }

@@ -1,6 +1,5 @@
 //! Lists and watches against the fake API server, over HTTP and HTTPS.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::Version;
@@ -175,9 +174,6 @@ async fn unknown_path_text_404_is_kept_as_text() {
 async fn watch_with_fault(kind: FaultKind, max_event_size: Option<usize>) -> Vec<String> {
     let server = server(false, 2).await;
     let mut builder = HttpListerWatcher::<DynamicObject>::builder(client(&server), pods());
-    let hooked = Arc::new(Mutex::new(0));
-    let h = hooked.clone();
-    builder = builder.on_decode_error(move |_| *h.lock().unwrap() += 1);
     if let Some(limit) = max_event_size {
         builder = builder.max_event_size(limit);
     }
@@ -198,11 +194,6 @@ async fn watch_with_fault(kind: FaultKind, max_event_size: Option<usize>) -> Vec
             break;
         }
     }
-    let decode_errors = seen
-        .iter()
-        .filter(|s| s.contains("could not decode"))
-        .count();
-    assert_eq!(*hooked.lock().unwrap(), decode_errors, "{seen:?}");
     seen
 }
 

@@ -121,7 +121,7 @@ impl<T: Object> Reflector<T> {
                 Item::Undecodable(d) => {
                     // A readable identity: leave that key out; else the attempt fails.
                     self.reporter.decode(&d);
-                    let (key, _, _) = d.identity().ok_or_else(|| Error::decode(d.clone()))?;
+                    let (key, _, _) = d.identity().ok_or_else(|| Error::Decode(d.clone()))?;
                     temp.remove(&key);
                     count += 1;
                     continue;
@@ -138,12 +138,13 @@ impl<T: Object> Reflector<T> {
             }
             match ev {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                    let o = self.prepare(self.keyable(o, EventType::Added)?);
+                    self.keyable(&o, EventType::Added)?;
+                    let o = self.prepare(o);
                     let k = meta_namespace_key(&*o).map_err(|e| Error::Store(e.into()))?;
                     temp.insert(k, o);
                 }
                 WatchEvent::Deleted(o) => {
-                    let o = self.keyable(o, EventType::Deleted)?;
+                    self.keyable(&o, EventType::Deleted)?;
                     if let Ok(k) = meta_namespace_key(&o) {
                         temp.remove(&k);
                     }

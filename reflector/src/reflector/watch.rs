@@ -40,19 +40,20 @@ pub(super) enum Next<T> {
 pub(super) enum Item<T> {
     Event(WatchEvent<T>),
     /// Undecodable.
-    Undecodable(DecodeError),
+    Undecodable(Box<DecodeError>),
     /// The stream ended (cleanly, or by a transport error or timeout).
     Ended,
 }
 
 impl<T: Object> Reflector<T> {
-    /// `obj` when it has a name; else the nameless object is reported and the watch must end
-    /// (no key can be made: which object changed is unknown).
-    pub(super) fn keyable(&self, obj: T, event_type: EventType) -> Result<T, Error> {
-        if has_name(&obj) {
-            return Ok(obj);
+    /// `Ok` when `obj` has a name; else the nameless object is reported and the watch must
+    /// end (no key can be made: which object changed is unknown). Takes the object by
+    /// reference: the event's object is moved once, into its `Arc`.
+    pub(super) fn keyable(&self, obj: &T, event_type: EventType) -> Result<(), Error> {
+        if has_name(obj) {
+            return Ok(());
         }
-        let d = nameless("watch event", &obj, Some(event_type));
+        let d = nameless("watch event", obj, Some(event_type));
         self.reporter.decode(&d);
         Err(Error::decode(d))
     }
@@ -75,7 +76,7 @@ impl<T: Object> Reflector<T> {
                 }
                 Ok(Item::Ended)
             }
-            Some(Err(Error::Decode(d))) => Ok(Item::Undecodable(*d)),
+            Some(Err(Error::Decode(d))) => Ok(Item::Undecodable(d)),
             Some(Err(e)) => Err(e),
             Some(Ok(ev)) => Ok(Item::Event(ev)),
         }
@@ -232,7 +233,7 @@ impl<T: Object> Reflector<T> {
                     self.reporter.decode(&d);
                     // Without a readable identity the cache may hold a version the server has
                     // replaced or deleted: end the watch and relist.
-                    let (key, rv, ty) = d.identity().ok_or_else(|| Error::decode(d.clone()))?;
+                    let (key, rv, ty) = d.identity().ok_or_else(|| Error::Decode(d.clone()))?;
                     if let Err(e) = self.store.delete_key(&key) {
                         tracing::warn!(error = %ErrorChain(&e), key = %key, "store write failed");
                     }
@@ -248,16 +249,19 @@ impl<T: Object> Reflector<T> {
             count += 1;
             let (obj, result) = match ev {
                 WatchEvent::Added(o) => {
-                    let o = self.prepare(self.keyable(o, EventType::Added)?);
+                    self.keyable(&o, EventType::Added)?;
+                    let o = self.prepare(o);
                     (Some(Arc::clone(&o)), self.store.add(o))
                 }
                 WatchEvent::Modified(o) => {
-                    let o = self.prepare(self.keyable(o, EventType::Modified)?);
+                    self.keyable(&o, EventType::Modified)?;
+                    let o = self.prepare(o);
                     propagate = true;
                     (Some(Arc::clone(&o)), self.store.update(o))
                 }
                 WatchEvent::Deleted(o) => {
-                    let o = self.prepare(self.keyable(o, EventType::Deleted)?);
+                    self.keyable(&o, EventType::Deleted)?;
+                    let o = self.prepare(o);
                     propagate = true;
                     (Some(Arc::clone(&o)), self.store.delete(o))
                 }
