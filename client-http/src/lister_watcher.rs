@@ -4,9 +4,10 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchStream};
-use kcache_store::Object;
+use kcache_store::{Compact, CompactCodec, Object};
 use serde::de::DeserializeOwned;
 
+use crate::decode::compact::{ObjectFn, compact_objects};
 use crate::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
 use crate::decode::{DecodeOptions, decode_list_with};
 use crate::transport::request::{collection_url, get};
@@ -46,6 +47,8 @@ pub struct HttpListerWatcher<T> {
     max_event_size: usize,
     max_list_bytes: usize,
     decode: DecodeOptions,
+    /// Builds objects instead of serde: a compact lister-watcher's shared codec.
+    objects: Option<ObjectFn<T>>,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -64,6 +67,7 @@ impl<T> Clone for HttpListerWatcher<T> {
             max_event_size: self.max_event_size,
             max_list_bytes: self.max_list_bytes,
             decode: self.decode,
+            objects: self.objects.clone(),
             _t: PhantomData,
         }
     }
@@ -77,6 +81,7 @@ impl<T> fmt::Debug for HttpListerWatcher<T> {
             .field("max_event_size", &self.max_event_size)
             .field("max_list_bytes", &self.max_list_bytes)
             .field("decode", &self.decode)
+            .field("compact", &self.objects.is_some())
             .field("client", &self.client)
             .finish()
     }
@@ -163,6 +168,7 @@ impl<T> HttpListerWatcher<T> {
                 max_event_size: DEFAULT_MAX_EVENT_SIZE,
                 max_list_bytes: DEFAULT_MAX_LIST_BYTES,
                 decode: DecodeOptions::default(),
+                objects: None,
                 _t: PhantomData,
             },
         }
@@ -198,6 +204,48 @@ impl<K: k8s_openapi::Resource> HttpListerWatcher<K> {
     }
 }
 
+impl<K: 'static> HttpListerWatcher<Compact<K>> {
+    /// A builder for `resource`, producing [`Compact`] objects: only the metadata is decoded
+    /// while listing and watching; the rest of each object is kept LZ4-compressed (without
+    /// `managedFields`) against a dictionary its list and watches share, and decoded by
+    /// [`Compact::typed`] when a handler asks. Set the codec's options with
+    /// [`codec`](HttpListerWatcherBuilder::codec).
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
+    /// use kcache_store::{Compact, DynamicObject};
+    ///
+    /// let client = Client::new(Config::infer()?)?;
+    /// let lw = HttpListerWatcher::<Compact<DynamicObject>>::compact(client, ApiResource::new("", "v1", "pods", true))
+    ///     .build();
+    /// # drop(lw); Ok(()) }
+    /// ```
+    pub fn compact(client: Client, resource: ApiResource) -> HttpListerWatcherBuilder<Compact<K>> {
+        Self::builder(client, resource).codec(CompactCodec::new())
+    }
+}
+
+#[cfg(feature = "k8s-openapi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "k8s-openapi")))]
+impl<K: k8s_openapi::Resource + 'static> HttpListerWatcher<Compact<K>> {
+    /// A builder of compact objects of the k8s-openapi type `K` (see
+    /// [`compact`](Self::compact)): `Compact<Pod>`, decoded into a `Pod` on demand.
+    pub fn compact_typed(client: Client) -> HttpListerWatcherBuilder<Compact<K>> {
+        Self::compact(client, ApiResource::of::<K>())
+    }
+}
+
+impl<K: 'static> HttpListerWatcherBuilder<Compact<K>> {
+    /// The codec that builds the compact objects (by default `CompactCodec::new()`: managedFields
+    /// dropped, dictionary learned from the first object). The serde options
+    /// (`skip_managed_fields`, `exact_capacities`) do not apply to compact objects.
+    pub fn codec(mut self, codec: CompactCodec) -> Self {
+        self.inner.objects = Some(compact_objects(codec));
+        self
+    }
+}
+
 impl<T> HttpListerWatcher<T> {
     fn url(&self, opts: &ListOptions, watch: bool) -> String {
         collection_url(
@@ -227,7 +275,7 @@ where
                 "the list response",
             )
             .await?;
-            decode_list_with(&body, self.decode)
+            decode_list_with(&body, self.decode, self.objects.as_ref())
         };
         tokio::time::timeout(self.client.list_timeout(), work)
             .await
@@ -254,7 +302,8 @@ where
         let decoder = WatchDecoder::new()
             .max_event_size(self.max_event_size)
             .skip_managed_fields(self.decode.skip_managed_fields)
-            .exact_capacities(self.decode.exact_capacities);
+            .exact_capacities(self.decode.exact_capacities)
+            .objects(self.objects.clone());
         Ok(watch_stream(response.into_body(), decoder, guard))
     }
 

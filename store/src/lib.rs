@@ -45,6 +45,7 @@
 
 mod api_resource;
 mod cache;
+mod compact;
 mod dynamic_object;
 mod error;
 mod field_selector;
@@ -63,6 +64,7 @@ mod tombstone;
 
 pub use self::api_resource::ApiResource;
 pub use self::cache::Cache;
+pub use self::compact::{Compact, CompactCodec};
 pub use self::dynamic_object::DynamicObject;
 pub use self::error::{BoxError, Error, KeyError, Result, SelectorError};
 pub use self::field_selector::{FieldRequirement, FieldSelector};

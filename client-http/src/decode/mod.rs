@@ -9,6 +9,7 @@
 //! [`skipped`](ObjectList::skipped) (the reflector reports it and leaves it out of the cache)
 //! instead of failing the whole list, so it cannot stall the cache.
 
+pub(crate) mod compact;
 pub(crate) mod exact_capacity;
 pub(crate) mod forward;
 pub(crate) mod managed_fields;
@@ -20,6 +21,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use crate::SkipManagedFields;
+use crate::decode::compact::ObjectFn;
 use crate::decode::exact_capacity::ArrayCounts;
 
 /// How objects are decoded: the options of an [`HttpListerWatcher`](crate::HttpListerWatcher)
@@ -81,12 +83,15 @@ pub fn decode_list<T: DeserializeOwned>(
         skip_managed_fields,
         exact_capacities: false,
     };
-    decode_list_with(body, options)
+    decode_list_with(body, options, None)
 }
 
+/// Decodes a list body; items are built by `objects` when given (a compact lister-watcher),
+/// else with serde and `options`.
 pub(crate) fn decode_list_with<T: DeserializeOwned>(
     body: &[u8],
     options: DecodeOptions,
+    objects: Option<&ObjectFn<T>>,
 ) -> Result<ObjectList<T>, Error> {
     let raw: RawList<'_> = serde_json::from_slice(body)
         .map_err(|e| Error::decode(DecodeError::new("list response", reason_of(&e))))?;
@@ -95,9 +100,11 @@ pub(crate) fn decode_list_with<T: DeserializeOwned>(
     let mut skipped = Vec::new();
     let mut counts = options.exact_capacities.then(ArrayCounts::default);
     for (i, item) in raws.into_iter().enumerate() {
-        if let Ok(obj) =
-            decode_object::<T>(item.get(), options.skip_managed_fields, counts.as_mut())
-        {
+        let decoded = match objects {
+            Some(objects) => objects(item.get()),
+            None => decode_object::<T>(item.get(), options.skip_managed_fields, counts.as_mut()),
+        };
+        if let Ok(obj) = decoded {
             items.push(obj);
         } else {
             skipped.push(DecodeError::of_object::<T>(

@@ -26,6 +26,7 @@ use kcache_reflector::{DecodeError, Error, WatchEvent, WatchStream};
 use serde::de::DeserializeOwned;
 
 use crate::SkipManagedFields;
+use crate::decode::compact::{ObjectFn, compact_objects, decode_event};
 use crate::decode::exact_capacity::ArrayCounts;
 use crate::transport::ResponseBody;
 
@@ -77,6 +78,8 @@ pub struct WatchDecoder<T> {
     skip_managed_fields: bool,
     /// Counts arrays first so that vectors are allocated at their final size; `None` when off.
     exact: Option<ArrayCounts>,
+    /// Builds the objects instead of serde (a compact decoder); `None`: serde.
+    objects: Option<ObjectFn<T>>,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -91,6 +94,7 @@ impl<T> std::fmt::Debug for WatchDecoder<T> {
             .field("max_event_size", &self.max_event_size)
             .field("skip_managed_fields", &self.skip_managed_fields)
             .field("exact_capacities", &self.exact.is_some())
+            .field("custom_objects", &self.objects.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -125,6 +129,7 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
             max_event_size: DEFAULT_MAX_EVENT_SIZE,
             skip_managed_fields: false,
             exact: None,
+            objects: None,
             _t: PhantomData,
         }
     }
@@ -148,6 +153,13 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
     #[must_use]
     pub fn exact_capacities(mut self, on: bool) -> Self {
         self.exact = on.then(ArrayCounts::default);
+        self
+    }
+
+    /// Builds objects with `objects` (a compact lister-watcher's shared codec).
+    #[must_use]
+    pub(crate) fn objects(mut self, objects: Option<ObjectFn<T>>) -> Self {
+        self.objects = objects;
         self
     }
 
@@ -184,8 +196,12 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
     fn decode(
         skip_managed_fields: bool,
         exact: Option<&mut ArrayCounts>,
+        objects: Option<&ObjectFn<T>>,
         line: &[u8],
     ) -> Result<WatchEvent<T>, Error> {
+        if let Some(objects) = objects {
+            return decode_event(objects, line);
+        }
         if let Some(event) = Self::decode_exact(skip_managed_fields, exact, line) {
             return Ok(event);
         }
@@ -249,6 +265,7 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
                 return Some(Self::decode(
                     self.skip_managed_fields,
                     self.exact.as_mut(),
+                    self.objects.as_ref(),
                     line,
                 ));
             }
@@ -258,8 +275,14 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
             }
             let mut whole = std::mem::take(&mut self.carry);
             whole.extend_from_slice(&self.chunk[start..stop]);
-            let result = (!is_blank(&whole))
-                .then(|| Self::decode(self.skip_managed_fields, self.exact.as_mut(), &whole));
+            let result = (!is_blank(&whole)).then(|| {
+                Self::decode(
+                    self.skip_managed_fields,
+                    self.exact.as_mut(),
+                    self.objects.as_ref(),
+                    &whole,
+                )
+            });
             whole.clear();
             self.carry = whole;
             if let Some(result) = result {
@@ -295,8 +318,30 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
         Some(Self::decode(
             self.skip_managed_fields,
             self.exact.as_mut(),
+            self.objects.as_ref(),
             &tail,
         ))
+    }
+}
+
+impl<K: 'static> WatchDecoder<kcache_store::Compact<K>> {
+    /// A decoder of compact objects: metadata decoded, the rest compressed by `codec` (see
+    /// [`kcache_store::CompactCodec`]). The serde options (`skip_managed_fields`,
+    /// `exact_capacities`) do not apply; the codec's do.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use kcache_client_http::WatchDecoder;
+    /// use kcache_reflector::WatchEvent;
+    /// use kcache_store::{Compact, CompactCodec, DynamicObject, Object};
+    ///
+    /// let mut d = WatchDecoder::<Compact<DynamicObject>>::compact(CompactCodec::new());
+    /// d.push(Bytes::from_static(b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"}}}\n"));
+    /// let Some(Ok(WatchEvent::Added(pod))) = d.next_event() else { panic!() };
+    /// assert_eq!(pod.name(), Some("a"));
+    /// ```
+    pub fn compact(codec: kcache_store::CompactCodec) -> Self {
+        Self::new().objects(Some(compact_objects(codec)))
     }
 }
 

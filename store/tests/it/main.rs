@@ -4,6 +4,8 @@
     reason = "a test fails loudly on any unexpected error"
 )]
 
+#[cfg(feature = "k8s-openapi")]
+mod compact;
 mod concurrency;
 #[cfg(feature = "k8s-openapi")]
 mod k8s_openapi;

@@ -1,0 +1,229 @@
+//! [`CompactCodec`]: turns the JSON of objects into [`Compact`] objects: metadata decoded,
+//! `managedFields` cut out, the rest LZ4-compressed against a dictionary shared by the objects
+//! of one stream.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+
+use super::Compact;
+use super::meta::{read_meta, without_managed_fields_slow, without_member};
+
+/// The most of a dictionary LZ4 can refer back to (its window): 64 KiB.
+const MAX_DICTIONARY: usize = 64 * 1024;
+
+/// The JSON a stream's objects are compressed against, shared by every object that used it.
+#[derive(Clone)]
+pub(crate) struct Dictionary(pub(crate) Arc<[u8]>);
+
+impl Dictionary {
+    fn of(sample: &[u8]) -> Self {
+        Self(Arc::from(&sample[..sample.len().min(MAX_DICTIONARY)]))
+    }
+}
+
+/// An object's JSON, as a [`Compact`] holds it.
+#[derive(Clone)]
+pub(crate) struct Packed {
+    /// LZ4 block (against `dictionary` when set), or the JSON itself when `compressed` is false.
+    pub(crate) bytes: Box<[u8]>,
+    /// The JSON's length.
+    pub(crate) len: usize,
+    pub(crate) compressed: bool,
+    pub(crate) dictionary: Option<Dictionary>,
+}
+
+impl Packed {
+    fn pack(json: &str, dictionary: Option<Dictionary>) -> Self {
+        let input = json.as_bytes();
+        let bytes = match &dictionary {
+            Some(d) => lz4_flex::block::compress_with_dict(input, &d.0),
+            None => lz4_flex::block::compress(input),
+        };
+        if bytes.len() < input.len() {
+            Self {
+                bytes: bytes.into_boxed_slice(),
+                len: input.len(),
+                compressed: true,
+                dictionary,
+            }
+        } else {
+            Self {
+                bytes: input.into(),
+                len: input.len(),
+                compressed: false,
+                dictionary: None,
+            }
+        }
+    }
+
+    /// The JSON text back.
+    pub(crate) fn unpack(&self) -> Result<String, serde_json::Error> {
+        let bytes = if self.compressed {
+            let out = match &self.dictionary {
+                Some(d) => lz4_flex::block::decompress_with_dict(&self.bytes, self.len, &d.0),
+                None => lz4_flex::block::decompress(&self.bytes, self.len),
+            };
+            out.map_err(|e| corrupt(&e))?
+        } else {
+            self.bytes.to_vec()
+        };
+        String::from_utf8(bytes).map_err(|e| corrupt(&e))
+    }
+}
+
+fn corrupt(e: &dyn fmt::Display) -> serde_json::Error {
+    serde::de::Error::custom(format!("a compact object's bytes are corrupt: {e}"))
+}
+
+/// Builds [`Compact`] objects from JSON, for one stream of objects (one lister-watcher).
+///
+/// For each object it decodes only the metadata (name, namespace, resourceVersion, uid,
+/// labels, annotations, generation, deletionTimestamp), cuts `metadata.managedFields` out of
+/// the text (unless told to [keep them](Self::keep_managed_fields)), and compresses the rest with
+/// LZ4. With [`learn_dictionary`](Self::learn_dictionary) (the default) the first object
+/// encoded becomes the dictionary every later object is compressed against: objects of one
+/// resource share most of their text (keys, images, volumes, tolerations), so a sibling
+/// compresses to a small fraction of its size. Every object keeps a reference to the dictionary
+/// it used, so it can always be read back.
+///
+/// Share one codec (in an `Arc`) between a stream's list and watch decoders.
+///
+/// ```
+/// use kcache_store::{Compact, CompactCodec, DynamicObject, Object};
+///
+/// let codec = CompactCodec::new();
+/// let pod: Compact<DynamicObject> = codec.encode(
+///     r#"{"metadata":{"name":"a","namespace":"ns","resourceVersion":"7",
+///        "managedFields":[{"manager":"kubectl"}]},"spec":{"nodeName":"n1"}}"#,
+/// )?;
+/// assert_eq!(pod.name(), Some("a"));
+/// assert_eq!(pod.pointer("/spec/nodeName")?, Some("n1".into()));
+/// assert_eq!(pod.pointer("/metadata/managedFields")?, None);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+pub struct CompactCodec {
+    keep_managed_fields: bool,
+    learn: bool,
+    dictionary: OnceLock<Dictionary>,
+}
+
+impl Default for CompactCodec {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for CompactCodec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompactCodec")
+            .field("keep_managed_fields", &self.keep_managed_fields)
+            .field("learn_dictionary", &self.learn)
+            .field("dictionary_len", &self.dictionary_len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CompactCodec {
+    /// A codec that drops `managedFields` and learns its dictionary from the first object.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            keep_managed_fields: false,
+            learn: true,
+            dictionary: OnceLock::new(),
+        }
+    }
+
+    /// A codec without a dictionary (each object compressed on its own), dropping
+    /// `managedFields`: what [`Compact`]'s `Deserialize` uses, having no stream to learn from.
+    #[must_use]
+    pub fn standalone() -> Self {
+        Self {
+            learn: false,
+            ..Self::new()
+        }
+    }
+
+    /// Keep `metadata.managedFields` in the compact objects (dropped by default: server-side
+    /// apply's bookkeeping, which no controller reads from a cache).
+    #[must_use]
+    pub fn keep_managed_fields(mut self, keep: bool) -> Self {
+        self.keep_managed_fields = keep;
+        self
+    }
+
+    /// Learn the dictionary from the first object encoded (on by default). Off: objects are
+    /// compressed on their own, unless a dictionary was [given](Self::dictionary).
+    #[must_use]
+    pub fn learn_dictionary(mut self, learn: bool) -> Self {
+        self.learn = learn;
+        self
+    }
+
+    /// Compress against `sample` (a typical object's JSON; the first 64 KiB are used) instead
+    /// of learning a dictionary.
+    #[must_use]
+    pub fn dictionary(self, sample: &[u8]) -> Self {
+        let codec = Self {
+            learn: false,
+            ..self
+        };
+        // A fresh `OnceLock`: cannot be set already.
+        let _ = codec.dictionary.set(Dictionary::of(sample));
+        codec
+    }
+
+    /// The dictionary's size in bytes (0 before one is learned or without one).
+    pub fn dictionary_len(&self) -> usize {
+        self.dictionary.get().map_or(0, |d| d.0.len())
+    }
+
+    /// Whether `managedFields` are kept.
+    pub fn keeps_managed_fields(&self) -> bool {
+        self.keep_managed_fields
+    }
+
+    /// The compact form of the object in `json`.
+    ///
+    /// # Errors
+    ///
+    /// `json` is not valid JSON, is not an object, or its metadata does not have the types
+    /// Kubernetes gives them (a name that is not a string, say).
+    pub fn encode<K>(&self, json: &str) -> Result<Compact<K>, serde_json::Error> {
+        let (meta, managed_fields) = read_meta(json)?;
+        let stripped = match managed_fields {
+            Some(span) if !self.keep_managed_fields => Some(match without_member(json, span) {
+                Some(text) => text,
+                None => without_managed_fields_slow(json)?,
+            }),
+            _ => None,
+        };
+        let text = stripped.as_deref().unwrap_or(json);
+        let dictionary = if self.learn {
+            Some(
+                self.dictionary
+                    .get_or_init(|| Dictionary::of(text.as_bytes()))
+                    .clone(),
+            )
+        } else {
+            self.dictionary.get().cloned()
+        };
+        Ok(Compact {
+            meta,
+            packed: Packed::pack(text, dictionary),
+            _k: PhantomData,
+        })
+    }
+
+    /// The compact form of `object`, through its JSON.
+    ///
+    /// # Errors
+    ///
+    /// `object` cannot be serialized to JSON, or its metadata is not what Kubernetes writes.
+    pub fn encode_typed<K: Serialize>(&self, object: &K) -> Result<Compact<K>, serde_json::Error> {
+        self.encode(&serde_json::to_string(object)?)
+    }
+}

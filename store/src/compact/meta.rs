@@ -1,0 +1,208 @@
+//! The metadata a [`Compact`](super::Compact) object keeps decoded, read from an object's JSON
+//! without decoding the rest, and the span of `metadata.managedFields` in that JSON.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// What keys, selectors, indexes and handlers read without a full decode: the fields behind
+/// [`Object`](crate::Object).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CompactMeta {
+    pub(crate) name: Option<Box<str>>,
+    pub(crate) namespace: Option<Box<str>>,
+    pub(crate) resource_version: Option<Box<str>>,
+    pub(crate) uid: Option<Box<str>>,
+    pub(crate) labels: Option<BTreeMap<String, String>>,
+    pub(crate) annotations: Option<BTreeMap<String, String>>,
+    pub(crate) generation: Option<i64>,
+    pub(crate) being_deleted: bool,
+}
+
+/// The object's top level: only `metadata` is looked at, as borrowed text; every other field
+/// is scanned past without being built.
+#[derive(Deserialize)]
+struct Top<'a> {
+    #[serde(default, borrow)]
+    metadata: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireMeta<'a> {
+    #[serde(default)]
+    name: Option<Box<str>>,
+    #[serde(default)]
+    namespace: Option<Box<str>>,
+    #[serde(default)]
+    resource_version: Option<Box<str>>,
+    #[serde(default)]
+    uid: Option<Box<str>>,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    generation: Option<i64>,
+    #[serde(default, borrow)]
+    deletion_timestamp: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    managed_fields: Option<&'a RawValue>,
+}
+
+/// The metadata of the object in `json`, and the byte range of its `managedFields` value
+/// (`None` when it has none).
+pub(crate) fn read_meta(
+    json: &str,
+) -> Result<(CompactMeta, Option<std::ops::Range<usize>>), serde_json::Error> {
+    // serde's derived structs also accept arrays; a Kubernetes object and its metadata are
+    // JSON objects only.
+    let not_an_object = || serde::de::Error::custom("expected a JSON object");
+    let top: Top<'_> = serde_json::from_str(json)?;
+    if !json.trim_start().starts_with('{') {
+        return Err(not_an_object());
+    }
+    let Some(raw) = top.metadata else {
+        return Ok((CompactMeta::default(), None));
+    };
+    if raw.get() == "null" {
+        return Ok((CompactMeta::default(), None));
+    }
+    if !raw.get().starts_with('{') {
+        return Err(not_an_object());
+    }
+    let wire: WireMeta<'_> = serde_json::from_str(raw.get())?;
+    let managed = wire.managed_fields.map(|v| span_in(json, v.get()));
+    let meta = CompactMeta {
+        name: wire.name,
+        namespace: wire.namespace,
+        resource_version: wire.resource_version,
+        uid: wire.uid,
+        labels: wire.labels,
+        annotations: wire.annotations,
+        generation: wire.generation,
+        being_deleted: wire.deletion_timestamp.is_some_and(|t| t.get() != "null"),
+    };
+    Ok((meta, managed))
+}
+
+/// Where `inner` (a slice borrowed from `outer`) sits in `outer`.
+fn span_in(outer: &str, inner: &str) -> std::ops::Range<usize> {
+    let start = (inner.as_ptr() as usize).saturating_sub(outer.as_ptr() as usize);
+    start..start + inner.len()
+}
+
+/// `json` without the member whose value spans `value` (the `"managedFields": [...]` member of
+/// `metadata`, and one comma next to it). `None` when the text before the value is not the
+/// plain key `"managedFields"` (an escaped key, say): the caller then removes it the slow way.
+pub(crate) fn without_member(json: &str, value: std::ops::Range<usize>) -> Option<String> {
+    const KEY: &str = "\"managedFields\"";
+    let bytes = json.as_bytes();
+    let before = json.get(..value.start)?.trim_end();
+    let before = before.strip_suffix(':')?.trim_end();
+    let key_start = before.strip_suffix(KEY).map(str::len)?;
+    let ahead = json.get(..key_start)?.trim_end();
+    let (cut_start, cut_end) = if ahead.ends_with(',') {
+        // `…, "managedFields": [...]`: drop from that comma to the value's end.
+        (ahead.len() - 1, value.end)
+    } else {
+        // `{ "managedFields": [...], …`: drop the member and the comma after it, if any.
+        let after = json.get(value.end..)?;
+        let rest = after.trim_start();
+        let skipped = after.len() - rest.len();
+        let end = if rest.starts_with(',') {
+            value.end + skipped + 1
+        } else {
+            value.end
+        };
+        (key_start, end)
+    };
+    let mut out = String::with_capacity(bytes.len() - (cut_end - cut_start));
+    out.push_str(json.get(..cut_start)?);
+    out.push_str(json.get(cut_end..)?);
+    Some(out)
+}
+
+/// `json` without `metadata.managedFields`, the slow way: through a `serde_json::Value`.
+pub(crate) fn without_managed_fields_slow(json: &str) -> Result<String, serde_json::Error> {
+    let mut value: serde_json::Value = serde_json::from_str(json)?;
+    if let Some(meta) = value
+        .get_mut("metadata")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        meta.remove("managedFields");
+    }
+    serde_json::to_string(&value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strip(json: &str) -> String {
+        let (_, span) = read_meta(json).unwrap();
+        without_member(json, span.unwrap()).unwrap()
+    }
+
+    #[test]
+    fn reads_metadata_only() {
+        let json = r#"{"kind":"Pod","metadata":{"name":"a","namespace":"ns","resourceVersion":"7",
+            "uid":"u","labels":{"app":"web"},"generation":3,"deletionTimestamp":"2025-01-01T00:00:00Z"},
+            "spec":{"containers":[{"name":"c"}]}}"#;
+        let (meta, span) = read_meta(json).unwrap();
+        assert_eq!(meta.name.as_deref(), Some("a"));
+        assert_eq!(meta.namespace.as_deref(), Some("ns"));
+        assert_eq!(meta.resource_version.as_deref(), Some("7"));
+        assert_eq!(meta.uid.as_deref(), Some("u"));
+        assert_eq!(meta.labels.unwrap()["app"], "web");
+        assert_eq!(meta.generation, Some(3));
+        assert!(meta.being_deleted);
+        assert!(span.is_none());
+    }
+
+    #[test]
+    fn null_deletion_timestamp_is_not_deleting() {
+        let (meta, _) = read_meta(r#"{"metadata":{"name":"a","deletionTimestamp":null}}"#).unwrap();
+        assert!(!meta.being_deleted);
+    }
+
+    #[test]
+    fn managed_fields_are_cut_wherever_they_stand() {
+        assert_eq!(
+            strip(r#"{"metadata":{"name":"a","managedFields":[{"manager":"m"}]},"spec":{}}"#),
+            r#"{"metadata":{"name":"a"},"spec":{}}"#
+        );
+        assert_eq!(
+            strip(r#"{"metadata":{"managedFields":[{"manager":"m"}],"name":"a"}}"#),
+            r#"{"metadata":{"name":"a"}}"#
+        );
+        assert_eq!(
+            strip(r#"{"metadata": { "managedFields" : [] }}"#),
+            r#"{"metadata": {  }}"#
+        );
+        assert_eq!(
+            strip("{\"metadata\":{\"name\":\"a\" ,\n \"managedFields\": [1], \"uid\":\"u\"}}"),
+            "{\"metadata\":{\"name\":\"a\" , \"uid\":\"u\"}}"
+        );
+    }
+
+    #[test]
+    fn an_escaped_key_is_left_to_the_slow_way() {
+        let json = r#"{"metadata":{"name":"a","managed\u0046ields":[1]}}"#;
+        let (_, span) = read_meta(json).unwrap();
+        assert!(without_member(json, span.unwrap()).is_none());
+        assert_eq!(
+            without_managed_fields_slow(json).unwrap(),
+            r#"{"metadata":{"name":"a"}}"#
+        );
+    }
+
+    #[test]
+    fn bad_metadata_is_an_error() {
+        assert!(read_meta(r#"{"metadata":{"name":5}}"#).is_err());
+        assert!(read_meta(r#"{"metadata":[]}"#).is_err());
+        assert!(read_meta("[1]").is_err());
+        assert!(read_meta(r#"{"metadata":{"name":"a"}"#).is_err());
+    }
+}
