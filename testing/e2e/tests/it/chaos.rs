@@ -10,6 +10,9 @@
 //! with only such objects missing (never at an older version), then changes each of them on the
 //! server once and waits for the cache to equal it exactly.
 //!
+//! Even seeds cache compact objects (`Compact<DynamicObject>`: metadata decoded, the rest
+//! compressed), odd seeds typed ones (`DynamicObject`): both forms must pass the same checks.
+//!
 //! `KCACHE_CHAOS_SEEDS=N` (or `cargo xtask chaos --seeds N`) runs N seeds; the test command
 //! runs a few. A failure prints its seed; `KCACHE_CHAOS_SEED=S` replays one.
 
@@ -17,10 +20,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kcache_client_http::{Client, Config, HttpListerWatcher};
+use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
 use kcache_informer::{QueueKind, ResourceEventHandler, SharedIndexInformer};
 use kcache_reflector::BackoffConfig;
-use kcache_store::{DynamicObject, Object, ObjectOrTombstone, deletion_handling_key};
+use kcache_store::{Compact, DynamicObject, Object, ObjectOrTombstone, deletion_handling_key};
 use kcache_testing::workload;
 use kcache_testing_server::FakeApiServer;
 use kcache_testing_server::fake_api_server::{Fault, FaultKind, ServedResource, Verb};
@@ -33,11 +36,11 @@ type State = BTreeMap<String, String>;
 #[derive(Clone, Default)]
 struct Log(Arc<Mutex<(State, Vec<String>)>>);
 
-fn key(o: &DynamicObject) -> String {
+fn key(o: &(impl Object + ?Sized)) -> String {
     kcache_store::meta_namespace_key(o).unwrap().to_string()
 }
 
-fn rv(o: &DynamicObject) -> String {
+fn rv(o: &(impl Object + ?Sized)) -> String {
     o.resource_version().unwrap_or_default().to_owned()
 }
 
@@ -50,24 +53,27 @@ impl Log {
     }
 }
 
-impl ResourceEventHandler<DynamicObject> for Log {
-    fn on_add(&self, obj: &Arc<DynamicObject>, _: bool) {
+impl<T: Object> ResourceEventHandler<T> for Log {
+    fn on_add(&self, obj: &Arc<T>, _: bool) {
         let (state, errors) = &mut *self.0.lock().unwrap();
-        if state.insert(key(obj), rv(obj)).is_some() {
-            errors.push(format!("add of {} which the handler already had", key(obj)));
-        }
-    }
-    fn on_update(&self, old: &Arc<DynamicObject>, new: &Arc<DynamicObject>) {
-        let (state, errors) = &mut *self.0.lock().unwrap();
-        if state.get(&key(old)) != Some(&rv(old)) {
+        if state.insert(key(&**obj), rv(&**obj)).is_some() {
             errors.push(format!(
-                "update of {} from a state the handler never had",
-                key(old)
+                "add of {} which the handler already had",
+                key(&**obj)
             ));
         }
-        state.insert(key(new), rv(new));
     }
-    fn on_delete(&self, obj: &ObjectOrTombstone<DynamicObject>) {
+    fn on_update(&self, old: &Arc<T>, new: &Arc<T>) {
+        let (state, errors) = &mut *self.0.lock().unwrap();
+        if state.get(&key(&**old)) != Some(&rv(&**old)) {
+            errors.push(format!(
+                "update of {} from a state the handler never had",
+                key(&**old)
+            ));
+        }
+        state.insert(key(&**new), rv(&**new));
+    }
+    fn on_delete(&self, obj: &ObjectOrTombstone<T>) {
         let (state, errors) = &mut *self.0.lock().unwrap();
         let k = deletion_handling_key(obj).unwrap().to_string();
         if state.remove(&k).is_none() {
@@ -80,15 +86,15 @@ fn server_state(server: &FakeApiServer) -> State {
     server
         .list(&ServedResource::pods())
         .iter()
-        .map(|o| (key(o), rv(o)))
+        .map(|o| (key(&**o), rv(&**o)))
         .collect()
 }
 
-fn cache_state(inf: &SharedIndexInformer<DynamicObject>) -> State {
+fn cache_state<T: Object>(inf: &SharedIndexInformer<T>) -> State {
     inf.indexer()
         .list()
         .iter()
-        .map(|o| (key(o), rv(o)))
+        .map(|o| (key(&**o), rv(&**o)))
         .collect()
 }
 
@@ -243,12 +249,16 @@ impl World {
     }
 }
 
-fn informer(world: &mut World, seed: u64) -> (SharedIndexInformer<DynamicObject>, QueueKind) {
+/// How the informer's objects are built from the wire: typed or compact.
+type MakeListerWatcher<T> = fn(Client, ApiResource) -> HttpListerWatcher<T>;
+
+fn informer<T: Object + Clone + serde::de::DeserializeOwned>(
+    world: &mut World,
+    seed: u64,
+    make: MakeListerWatcher<T>,
+) -> (SharedIndexInformer<T>, QueueKind) {
     let client = Client::new(Config::new(world.server.url().parse().unwrap())).unwrap();
-    let lw = HttpListerWatcher::<DynamicObject>::dynamic(
-        client,
-        kcache_client_http::ApiResource::new("", "v1", "pods", true),
-    );
+    let lw = make(client, ApiResource::new("", "v1", "pods", true));
     let informer = SharedIndexInformer::new(Arc::new(lw), Duration::ZERO);
     let queue = if world.rng.bool() {
         QueueKind::DeltaFifo
@@ -301,8 +311,8 @@ fn agrees(got: &State, want: &State, may_miss: &BTreeSet<String>) -> bool {
 }
 
 /// Waits until the cache and every handler's log agree with `want` (see [`agrees`]).
-async fn converge(
-    informer: &SharedIndexInformer<DynamicObject>,
+async fn converge<T: Object>(
+    informer: &SharedIndexInformer<T>,
     logs: &[Log],
     want: &State,
     may_miss: &BTreeSet<String>,
@@ -325,8 +335,23 @@ async fn converge(
 }
 
 async fn run_seed(seed: u64) {
+    if seed % 2 == 0 {
+        run_form::<Compact<DynamicObject>>(seed, "compact", |c, r| {
+            HttpListerWatcher::compact(c, r).build()
+        })
+        .await;
+    } else {
+        run_form::<DynamicObject>(seed, "typed", HttpListerWatcher::dynamic).await;
+    }
+}
+
+async fn run_form<T: Object + Clone + serde::de::DeserializeOwned>(
+    seed: u64,
+    form: &str,
+    make: MakeListerWatcher<T>,
+) {
     let mut world = World::new(seed).await;
-    let (informer, queue) = informer(&mut world, seed);
+    let (informer, queue) = informer(&mut world, seed, make);
     let early = Log::default();
     informer.add_event_handler(early.clone()).unwrap();
     let cancel = CancellationToken::new();
@@ -358,7 +383,7 @@ async fn run_seed(seed: u64) {
     // Quiescence: the cache and both handlers agree with the server, except that objects
     // whose last change reached the client undecodable may be missing.
     let logs: Vec<Log> = std::iter::once(early).chain(late).collect();
-    let context = format!("seed {seed} ({queue:?}, own thread: {own_thread})");
+    let context = format!("seed {seed} ({form}, {queue:?}, own thread: {own_thread})");
     let want = server_state(&world.server);
     let broken = broken_keys(&world.server, &want);
     converge(&informer, &logs, &want, &broken, &context).await;
