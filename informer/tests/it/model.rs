@@ -1,5 +1,6 @@
 //! Random scripted faults: after quiescence the cache equals the fake's state, and replaying
-//! each subscriber's event log from empty yields the same state.
+//! each subscriber's event log from empty yields the same state. Every scenario runs twice:
+//! with typed objects (`DynamicObject`) and with their compact form (`Compact<DynamicObject>`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -7,11 +8,12 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use kcache_informer::{EventStream, QueueKind};
 use kcache_reflector::Status;
-use kcache_store::DynamicObject;
+use kcache_store::{Compact, DynamicObject};
+use kcache_testing::FakeObject;
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 
-use crate::support::{Seen, cache_state, fake_state, informer, pod, replay, start};
+use crate::support::{Seen, cache_state, fake_state, informer_of, pod, replay, start};
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -47,7 +49,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// Drains a stream into a shared log for as long as it is open.
-fn record(mut stream: EventStream<DynamicObject>) -> Arc<Mutex<Vec<Seen>>> {
+fn record<T: kcache_store::Object>(mut stream: EventStream<T>) -> Arc<Mutex<Vec<Seen>>> {
     let log = Arc::new(Mutex::new(Vec::new()));
     let out = Arc::clone(&log);
     tokio::spawn(async move {
@@ -58,8 +60,26 @@ fn record(mut stream: EventStream<DynamicObject>) -> Arc<Mutex<Vec<Seen>>> {
     log
 }
 
-async fn scenario(queue: QueueKind, initial: u8, ops: Vec<Op>) {
-    let (fake, inf) = informer(Duration::ZERO);
+/// Typed objects, or their compact form, as the fake's objects.
+trait Form: FakeObject {
+    fn of(obj: DynamicObject) -> Self;
+}
+
+impl Form for DynamicObject {
+    fn of(obj: DynamicObject) -> Self {
+        obj
+    }
+}
+
+impl Form for Compact<DynamicObject> {
+    fn of(obj: DynamicObject) -> Self {
+        Compact::from_typed(&obj).unwrap()
+    }
+}
+
+async fn scenario<T: Form>(queue: QueueKind, initial: u8, ops: Vec<Op>) {
+    let (fake, inf) = informer_of::<T>(Duration::ZERO);
+    let pod = |ns: &str, name: &str| T::of(pod(ns, name));
     inf.set_queue(queue).unwrap();
     for i in 0..initial {
         fake.add(pod("ns", &format!("p{i}")));
@@ -129,6 +149,7 @@ proptest! {
             .start_paused(true)
             .build()
             .unwrap();
-        rt.block_on(scenario(queue, initial, ops));
+        rt.block_on(scenario::<DynamicObject>(queue, initial, ops.clone()));
+        rt.block_on(scenario::<Compact<DynamicObject>>(queue, initial, ops));
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kcache_informer::{Event, ResourceEventHandler, SharedIndexInformer};
 use kcache_store::{DynamicObject, Object, ObjectOrTombstone, deletion_handling_key};
-use kcache_testing::{FakeHandle, FakeListerWatcher};
+use kcache_testing::{FakeHandle, FakeListerWatcher, FakeObject};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -37,29 +37,29 @@ pub(crate) enum Seen {
     },
 }
 
-fn key_of(o: &DynamicObject) -> String {
+fn key_of(o: &(impl Object + ?Sized)) -> String {
     kcache_store::meta_namespace_key(o).unwrap().to_string()
 }
 
-fn rv(o: &DynamicObject) -> String {
+fn rv(o: &(impl Object + ?Sized)) -> String {
     o.resource_version().unwrap_or_default().to_owned()
 }
 
 impl Seen {
-    pub(crate) fn from_event(e: &Event<DynamicObject>) -> Self {
+    pub(crate) fn from_event<T: Object>(e: &Event<T>) -> Self {
         match e {
             Event::Add {
                 obj,
                 is_in_initial_list,
             } => Seen::Add {
-                key: key_of(obj),
-                rv: rv(obj),
+                key: key_of(&**obj),
+                rv: rv(&**obj),
                 initial: *is_in_initial_list,
             },
             Event::Update { old, new } => Seen::Update {
-                key: key_of(new),
-                old_rv: rv(old),
-                new_rv: rv(new),
+                key: key_of(&**new),
+                old_rv: rv(&**old),
+                new_rv: rv(&**new),
             },
             Event::Delete(d) => Seen::Delete {
                 key: deletion_handling_key(d).unwrap().to_string(),
@@ -95,16 +95,16 @@ pub(crate) fn replay(log: &[Seen]) -> BTreeMap<String, String> {
 }
 
 /// The fake's state: key -> resource version.
-pub(crate) fn fake_state(fake: &FakeHandle<DynamicObject>) -> BTreeMap<String, String> {
+pub(crate) fn fake_state<T: FakeObject>(fake: &FakeHandle<T>) -> BTreeMap<String, String> {
     fake.objects().iter().map(|o| (key_of(o), rv(o))).collect()
 }
 
 /// The informer's cache: key -> resource version.
-pub(crate) fn cache_state(inf: &SharedIndexInformer<DynamicObject>) -> BTreeMap<String, String> {
+pub(crate) fn cache_state<T: Object>(inf: &SharedIndexInformer<T>) -> BTreeMap<String, String> {
     inf.indexer()
         .list()
         .iter()
-        .map(|o| (key_of(o), rv(o)))
+        .map(|o| (key_of(&**o), rv(&**o)))
         .collect()
 }
 
@@ -168,14 +168,21 @@ pub(crate) fn informer(
     FakeHandle<DynamicObject>,
     SharedIndexInformer<DynamicObject>,
 ) {
-    let fake = FakeListerWatcher::<DynamicObject>::new();
+    informer_of(resync)
+}
+
+/// A fake of `T`s and an informer over it (`DynamicObject`, or its compact form).
+pub(crate) fn informer_of<T: FakeObject>(
+    resync: Duration,
+) -> (FakeHandle<T>, SharedIndexInformer<T>) {
+    let fake = FakeListerWatcher::<T>::new();
     let handle = fake.handle();
     (handle, SharedIndexInformer::new(Arc::new(fake), resync))
 }
 
 /// Runs the informer on the test's runtime until the returned token is cancelled.
-pub(crate) fn start(
-    inf: &SharedIndexInformer<DynamicObject>,
+pub(crate) fn start<T: Object>(
+    inf: &SharedIndexInformer<T>,
 ) -> (CancellationToken, JoinHandle<kcache_informer::Result<()>>) {
     let cancel = CancellationToken::new();
     let run = tokio::spawn({

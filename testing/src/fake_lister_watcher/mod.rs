@@ -8,7 +8,9 @@ use std::task::{Context, Poll};
 
 use futures_core::Stream;
 use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchEvent, WatchStream};
-use kcache_store::{DynamicObject, Object, ObjectKey, Selector};
+use kcache_store::{Compact, DynamicObject, Object, ObjectKey, Selector};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio::sync::{Notify, mpsc};
 
 mod handle;
@@ -27,6 +29,24 @@ pub trait FakeObject: Object + Clone {
 impl FakeObject for DynamicObject {
     fn set_resource_version(&mut self, rv: &str) {
         self.metadata.resource_version = Some(rv.to_owned());
+    }
+}
+
+/// A compact object is stamped by decoding it, stamping the typed object and encoding it
+/// again (a fake's cost, not a cache's). One that does not decode as a `K` (never the case for
+/// objects built from a `K`) keeps its old resource version.
+impl<K> FakeObject for Compact<K>
+where
+    K: FakeObject + Serialize + DeserializeOwned,
+{
+    fn set_resource_version(&mut self, rv: &str) {
+        let Ok(mut typed) = self.typed() else {
+            return;
+        };
+        typed.set_resource_version(rv);
+        if let Ok(stamped) = Compact::from_typed(&typed) {
+            *self = stamped;
+        }
     }
 }
 
