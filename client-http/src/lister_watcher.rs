@@ -116,21 +116,22 @@ impl<T> HttpListerWatcherBuilder<T> {
     }
 
     /// Drop `metadata.managedFields` while parsing, so it is never built: about half the
-    /// decode time and memory of a typical typed Pod. Off by default.
+    /// decode time and memory of a typical typed Pod. On by default (server-side apply's
+    /// bookkeeping, which controllers do not read from a cache); turn it off to keep them.
     pub fn skip_managed_fields(mut self, skip: bool) -> Self {
         self.inner.decode.skip_managed_fields = skip;
         self
     }
 
-    /// Allocate every vector of a decoded object at its final size. Off by default.
+    /// Allocate every vector of a decoded object at its final size. On by default.
     ///
     /// `serde_json` gives no lengths, so a `Vec` grows by doubling and keeps the slack: about a
     /// sixth of a typed k8s-openapi `Pod`. With this on, each object is first scanned to count
     /// the elements of its arrays, and every vector is allocated once at its final size: less
     /// memory per cached object for a little more decoding time (the README's bench section has
     /// the figures; `cargo bench -p kcache-client-http --bench decode -- pod/` measures the
-    /// scan). Worth it for large caches, where memory is the limit; types that ignore size hints
-    /// (`DynamicObject`) gain nothing.
+    /// scan). It pays for itself: less memory to touch makes the initial sync faster too. Types
+    /// that ignore size hints (`DynamicObject`) gain nothing; turn it off to save the scan.
     pub fn exact_capacities(mut self, on: bool) -> Self {
         self.inner.decode.exact_capacities = on;
         self

@@ -329,10 +329,15 @@ async fn skip_managed_fields_over_the_wire() {
         serde_json::json!([{"manager": "kubectl", "operation": "Apply"}]),
     );
     server.create(&fake_pods(), pod).unwrap();
-    for skip in [false, true] {
-        let lw = HttpListerWatcher::<DynamicObject>::builder(client(&server), pods())
-            .skip_managed_fields(skip)
-            .build();
+    // `None`: the default, which drops them.
+    for skip in [Some(false), Some(true), None] {
+        let builder = HttpListerWatcher::<DynamicObject>::builder(client(&server), pods());
+        let lw = match skip {
+            Some(skip) => builder.skip_managed_fields(skip),
+            None => builder,
+        }
+        .build();
+        let skip = skip.unwrap_or(true);
         let page = lw.list(&ListOptions::default()).await.unwrap();
         assert_eq!(
             page.items[0].metadata.other.contains_key("managedFields"),
@@ -346,6 +351,53 @@ async fn skip_managed_fields_over_the_wire() {
             panic!("an ADDED event")
         };
         assert_eq!(o.metadata.other.contains_key("managedFields"), !skip);
+    }
+}
+
+#[tokio::test]
+async fn compact_objects_over_the_wire() {
+    use kcache_store::{Compact, CompactCodec, Object};
+    let server = server(false, 0).await;
+    let mut pod = DynamicObject::new(Some("ns"), "mf");
+    pod.metadata.other.insert(
+        "managedFields".to_owned(),
+        serde_json::json!([{"manager": "kubectl", "operation": "Apply"}]),
+    );
+    pod.data
+        .insert("spec".to_owned(), serde_json::json!({"nodeName": "n1"}));
+    let stored = server.create(&fake_pods(), pod).unwrap();
+    for keep in [false, true] {
+        let lw = HttpListerWatcher::<Compact<DynamicObject>>::compact(client(&server), pods())
+            .codec(CompactCodec::new().keep_managed_fields(keep))
+            .build();
+        let mut expected = stored.clone();
+        if !keep {
+            std::sync::Arc::make_mut(&mut expected)
+                .metadata
+                .other
+                .remove("managedFields");
+        }
+        let page = lw.list(&ListOptions::default()).await.unwrap();
+        assert_eq!(page.items.len(), 1);
+        assert_eq!(page.items[0].name(), Some("mf"));
+        // List items come without kind and apiVersion, as the API server writes them.
+        let mut item = page.items[0].typed().unwrap();
+        item.api_version.clone_from(&expected.api_version);
+        item.kind.clone_from(&expected.kind);
+        assert_eq!(item, *expected);
+        let mut stream = lw
+            .watch(&ListOptions::default().with_resource_version("0"))
+            .await
+            .unwrap();
+        let Some(Ok(WatchEvent::Added(o))) = next(&mut stream).await else {
+            panic!("an ADDED event")
+        };
+        assert_eq!(
+            o.resource_version(),
+            stored.metadata.resource_version.as_deref()
+        );
+        assert_eq!(o.pointer("/spec/nodeName").unwrap(), Some("n1".into()));
+        assert_eq!(o.typed().unwrap(), *expected);
     }
 }
 

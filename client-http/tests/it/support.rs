@@ -49,9 +49,7 @@ pub(crate) fn lw(server: &FakeApiServer) -> HttpListerWatcher<DynamicObject> {
 }
 
 /// The next item of a watch stream, failing after 10 s.
-pub(crate) async fn next(
-    stream: &mut WatchStream<DynamicObject>,
-) -> Option<Result<WatchEvent<DynamicObject>, Error>> {
+pub(crate) async fn next<T>(stream: &mut WatchStream<T>) -> Option<Result<WatchEvent<T>, Error>> {
     tokio::time::timeout(Duration::from_secs(10), stream.next())
         .await
         .expect("a watch item within 10 s")
