@@ -1,7 +1,8 @@
 //! Watch decode throughput: the incremental [`WatchDecoder`] over randomly chunked bytes next to
 //! bare `serde_json` on each line of the same bytes (`from_slice`, and `from_str` after one UTF-8
 //! check), with and without skipping `managedFields`, for `DynamicObject` and the typed
-//! k8s-openapi `Pod`.
+//! k8s-openapi `Pod`, and into compact pods (`Compact<Pod>`: metadata decoded, the rest
+//! compressed).
 //!
 //! The stream is 2,000 `MODIFIED` events of realistic pods (`kcache_testing::workload::pods`,
 //! about 5 KB each with managedFields), built in memory. The chunks are zero-copy slices of
@@ -15,7 +16,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;
 use kcache_client_http::{SkipManagedFields, WatchDecoder};
 use kcache_reflector::WatchEvent;
-use kcache_store::DynamicObject;
+use kcache_store::{Compact, CompactCodec, DynamicObject};
 use serde::de::DeserializeOwned;
 
 const EVENTS: usize = 2000;
@@ -100,6 +101,21 @@ fn incremental_with<T: DeserializeOwned>(s: &Stream, skip: bool, exact: bool) ->
     n
 }
 
+/// The compact decoder: only metadata decoded, the rest compressed against a shared dictionary.
+fn compact(s: &Stream) -> usize {
+    let mut d = WatchDecoder::<Compact<Pod>>::compact(CompactCodec::new());
+    let mut n = 0;
+    for chunk in &s.chunks {
+        d.push(chunk.clone());
+        while let Some(ev) = d.next_event() {
+            black_box(&ev.expect("decodes"));
+            n += 1;
+        }
+    }
+    assert!(d.finish().is_none());
+    n
+}
+
 fn decode(c: &mut Criterion) {
     let s = stream();
     eprintln!(
@@ -141,6 +157,8 @@ fn decode(c: &mut Criterion) {
     g.bench_function("pod/watch_decoder_exact_skip_mf", |b| {
         b.iter(|| incremental_with::<Pod>(&s, true, true));
     });
+    assert_eq!(compact(&s), EVENTS);
+    g.bench_function("pod/watch_decoder_compact", |b| b.iter(|| compact(&s)));
     g.finish();
 }
 
