@@ -6,9 +6,9 @@
 //!   testing reflectors and informers without HTTP.
 //! - [`workload`]: realistic pods (about 5 KB of JSON with managedFields), seeded; [`generated`]:
 //!   the UIDs, name suffixes and timestamps they (and the fake API server) carry.
-//! - Queue reference models and invariants: [`check_delta_fifo_against_model`] and friends run a
-//!   random operation sequence against a queue and its model; the `*_like` variants take your
-//!   own `Queue` implementation.
+//! - Queue reference models and invariants: each model implements [`QueueModel`];
+//!   [`check_delta_fifo_against_model`] and friends run a random operation sequence against a
+//!   queue and its model; the `*_like` variants take your own `Queue` implementation.
 //! - [`wait_until`]: polls a condition with a deadline; [`LogCapture`]: what a test logged.
 //!
 //! The fake API server, the fake proxies and the scripted server (hyper, rustls) are in
@@ -35,6 +35,6 @@ pub use self::queue_invariants::{
     queue_op, queue_ops,
 };
 pub use self::queue_model::{
-    DeltaFifoModel, FifoModel, KnownSnapshot, ModelDelta, ModelObject, ModelPop, RealFifoModel,
-    known_snapshot,
+    DeltaFifoModel, FifoModel, KnownSnapshot, ModelDelta, ModelObject, ModelPop, QueueModel,
+    RealFifoModel, known_snapshot,
 };
