@@ -86,9 +86,16 @@ fn incremental<T: DeserializeOwned>(s: &Stream, skip: bool) -> usize {
 }
 
 fn incremental_with<T: DeserializeOwned>(s: &Stream, skip: bool, exact: bool) -> usize {
-    let mut d = WatchDecoder::<T>::new()
-        .skip_managed_fields(skip)
-        .exact_capacities(exact);
+    drain(
+        s,
+        WatchDecoder::<T>::new()
+            .skip_managed_fields(skip)
+            .exact_capacities(exact),
+    )
+}
+
+/// Feeds the stream's chunks to `d` and takes every event.
+fn drain<T: DeserializeOwned>(s: &Stream, mut d: WatchDecoder<T>) -> usize {
     let mut n = 0;
     for chunk in &s.chunks {
         d.push(chunk.clone());
@@ -103,17 +110,10 @@ fn incremental_with<T: DeserializeOwned>(s: &Stream, skip: bool, exact: bool) ->
 
 /// The compact decoder: only metadata decoded, the rest compressed against a shared dictionary.
 fn compact(s: &Stream) -> usize {
-    let mut d = WatchDecoder::<Compact<Pod>>::compact(CompactCodec::new());
-    let mut n = 0;
-    for chunk in &s.chunks {
-        d.push(chunk.clone());
-        while let Some(ev) = d.next_event() {
-            black_box(&ev.expect("decodes"));
-            n += 1;
-        }
-    }
-    assert!(d.finish().is_none());
-    n
+    drain(
+        s,
+        WatchDecoder::<Compact<Pod>>::compact(CompactCodec::new()),
+    )
 }
 
 fn decode(c: &mut Criterion) {

@@ -335,7 +335,7 @@ async fn converge<T: Object>(
 }
 
 async fn run_seed(seed: u64) {
-    if seed % 2 == 0 {
+    if seed.is_multiple_of(2) {
         run_form::<Compact<DynamicObject>>(seed, "compact", |c, r| {
             HttpListerWatcher::compact(c, r).build()
         })
