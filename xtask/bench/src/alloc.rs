@@ -1,43 +1,36 @@
-//! A counting global allocator: bytes in use now and at the peak, for memory figures.
+//! A counting allocator: bytes in use now and at the peak. Only `kcache-bench-counted` makes it
+//! its global allocator; in every other process of the bench the counters stay at zero and the
+//! allocator is the plain one (the system's, or mimalloc with `--features mimalloc`).
 
 use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::{AtomicIsize, Ordering};
 
 #[cfg(feature = "mimalloc")]
 use mimalloc::MiMalloc as Inner;
 /// The allocator underneath the counters: the system's, or mimalloc with `--features mimalloc`.
 #[cfg(not(feature = "mimalloc"))]
 use std::alloc::System as Inner;
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
-/// Wraps the allocator and counts live bytes.
+/// Wraps the allocator and counts live bytes (the sizes asked for, not the allocator's own
+/// overhead).
+#[derive(Debug)]
 pub struct Counting;
 
-// Signed: memory allocated while counting was off may be freed while it is on.
+// Signed: a reading is a difference of two levels.
 static CURRENT: AtomicIsize = AtomicIsize::new(0);
 static PEAK: AtomicIsize = AtomicIsize::new(0);
-static ON: AtomicBool = AtomicBool::new(true);
-
-/// Turns counting on or off. Counting makes every allocation touch shared counters, which
-/// slows multi-threaded decoding down: throughput is measured with it off.
-pub fn set_counting(on: bool) {
-    ON.store(on, Ordering::SeqCst);
-}
 
 fn grew(size: usize) {
-    if ON.load(Ordering::Relaxed) {
-        let size = isize::try_from(size).unwrap_or(isize::MAX);
-        let now = CURRENT.fetch_add(size, Ordering::Relaxed) + size;
-        PEAK.fetch_max(now, Ordering::Relaxed);
-    }
+    let size = isize::try_from(size).unwrap_or(isize::MAX);
+    let now = CURRENT.fetch_add(size, Ordering::Relaxed) + size;
+    PEAK.fetch_max(now, Ordering::Relaxed);
 }
 
 fn shrank(size: usize) {
-    if ON.load(Ordering::Relaxed) {
-        CURRENT.fetch_sub(
-            isize::try_from(size).unwrap_or(isize::MAX),
-            Ordering::Relaxed,
-        );
-    }
+    CURRENT.fetch_sub(
+        isize::try_from(size).unwrap_or(isize::MAX),
+        Ordering::Relaxed,
+    );
 }
 
 // SAFETY: every call is forwarded unchanged to the inner allocator; only counters are added.
@@ -77,7 +70,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
-/// Bytes allocated and not yet freed (while counting was on).
+/// Bytes allocated and not yet freed.
 pub fn current() -> isize {
     CURRENT.load(Ordering::Relaxed)
 }

@@ -1,5 +1,9 @@
-//! The clients under test: kcache's informer over client-http, and kube-rs's watcher + store.
-//! Each is started against the server, timed to its initial sync, then fed updates.
+//! The clients under test, kcache's informer over client-http and kube-rs's watcher + store, and
+//! the table's rows: which client, in which list mode, with which options.
+//!
+//! A client is started and synced by [`start`]; [`timed`] (in a plain process) measures its
+//! sync time, resident memory and watch throughput, [`counted`] (in the counting process)
+//! the heap bytes it keeps.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,120 +15,82 @@ use kcache_client_http::{Client, Config, HttpListerWatcher};
 use kcache_informer::{HandlerFuncs, SharedIndexInformer};
 use tokio_util::sync::CancellationToken;
 
-use crate::alloc;
+use crate::procfs;
 
 type BoxError = Box<dyn std::error::Error>;
 
-/// What one client run measured.
-#[derive(Debug, Clone, Copy)]
-pub struct Figures {
-    pub sync: Duration,
-    pub sync_peak_bytes: usize,
-    pub steady_bytes: usize,
-    pub cached: usize,
-    pub events_per_sec: f64,
+/// How a client makes its initial list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListMode {
+    /// `GET` of pages of 500 objects, then a watch from the list's resource version.
+    Paginated,
+    /// One watch with `sendInitialEvents=true`: the objects arrive as events, then a bookmark.
+    Streaming,
 }
 
-/// Which client, and how it runs: on a task of the bench's multi-threaded runtime, or on a
-/// thread of its own with a single-threaded runtime.
+/// Which client, and how it runs: on a task of the client process's multi-threaded runtime, or
+/// on a thread of its own with a single-threaded runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Which {
-    /// kcache's informer over client-http; `own_thread`: `run_on_own_thread`; `exact`:
-    /// exact vector capacities.
+    /// kcache's informer over client-http; `own_thread`: `run_on_own_thread`; `exact`: exact
+    /// vector capacities.
     Kcache {
+        list: ListMode,
         skip_managed_fields: bool,
         own_thread: bool,
         exact: bool,
     },
     /// kube-runtime's watcher + reflector store; `own_thread`: polled on a thread of its own.
-    KubeRs { own_thread: bool },
+    KubeRs { list: ListMode, own_thread: bool },
 }
 
-impl Which {
-    /// Every row, in the table's order, with its `--only` name and its label.
-    const ROWS: [(Which, &'static str, &'static str); 8] = [
-        (Which::KubeRs { own_thread: false }, "kube-rs", "kube-rs"),
-        (
-            Which::KubeRs { own_thread: true },
-            "kube-rs-thread",
-            "kube-rs, own thread",
-        ),
-        (
-            Which::Kcache {
-                skip_managed_fields: false,
-                own_thread: false,
-                exact: false,
-            },
-            "kcache",
-            "kcache",
-        ),
-        (
-            Which::Kcache {
-                skip_managed_fields: false,
-                own_thread: true,
-                exact: false,
-            },
-            "kcache-thread",
-            "kcache, own thread",
-        ),
-        (
-            Which::Kcache {
-                skip_managed_fields: true,
-                own_thread: false,
-                exact: false,
-            },
-            "skipped",
-            "kcache, managedFields skipped",
-        ),
-        (
-            Which::Kcache {
-                skip_managed_fields: true,
-                own_thread: true,
-                exact: false,
-            },
-            "skipped-thread",
-            "kcache, skipped, own thread",
-        ),
-        (
-            Which::Kcache {
-                skip_managed_fields: false,
-                own_thread: true,
-                exact: true,
-            },
-            "exact-thread",
-            "kcache, exact capacities, own thread",
-        ),
-        (
-            Which::Kcache {
-                skip_managed_fields: true,
-                own_thread: true,
-                exact: true,
-            },
-            "lean-thread",
-            "kcache, skipped + exact, own thread",
-        ),
-    ];
+/// One row of the table: its `--only` key, its label and the client it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub which: Which,
+}
 
-    /// Every row, in the table's order.
-    pub fn all() -> impl Iterator<Item = Which> {
-        Self::ROWS.into_iter().map(|(w, _, _)| w)
-    }
+use ListMode::{Paginated, Streaming};
 
-    fn row(self) -> (Which, &'static str, &'static str) {
-        Self::ROWS
-            .into_iter()
-            .find(|(w, _, _)| *w == self)
-            .unwrap_or((self, "?", "?"))
-    }
+const fn kube(list: ListMode, own_thread: bool) -> Which {
+    Which::KubeRs { list, own_thread }
+}
 
-    /// The row's name for `--only`.
-    pub fn key(self) -> &'static str {
-        self.row().1
+const fn kcache(list: ListMode, skip_managed_fields: bool, own_thread: bool, exact: bool) -> Which {
+    Which::Kcache {
+        list,
+        skip_managed_fields,
+        own_thread,
+        exact,
     }
+}
 
-    pub fn label(self) -> &'static str {
-        self.row().2
-    }
+const fn row(key: &'static str, label: &'static str, which: Which) -> Row {
+    Row { key, label, which }
+}
+
+/// Every row, in the table's order; the first is the one the ratios are taken against. One line
+/// adds a row.
+pub const ROWS: &[Row] = &[
+    row("kube-rs", "kube-rs, paginated (its default)", kube(Paginated, false)),
+    row("kube-rs-stream", "kube-rs, streaming list", kube(Streaming, false)),
+    row("kube-rs-thread", "kube-rs, paginated, own thread", kube(Paginated, true)),
+    row("kube-rs-stream-thread", "kube-rs, streaming, own thread", kube(Streaming, true)),
+    row("kcache-paged", "kcache, paginated", kcache(Paginated, false, false, false)),
+    row("kcache", "kcache, streaming (its default)", kcache(Streaming, false, false, false)),
+    row("kcache-thread", "kcache, streaming, own thread", kcache(Streaming, false, true, false)),
+    row("skipped-thread", "kcache, managedFields skipped, own thread", kcache(Streaming, true, true, false)),
+    row("exact-thread", "kcache, exact capacities, own thread", kcache(Streaming, false, true, true)),
+    row("lean-thread", "kcache, skipped + exact, own thread", kcache(Streaming, true, true, true)),
+];
+
+/// The row named `key`.
+pub fn row_of(key: &str) -> Result<&'static Row, BoxError> {
+    ROWS.iter()
+        .find(|r| r.key == key)
+        .ok_or_else(|| format!("unknown row {key:?}; try --help").into())
 }
 
 /// Runs `fut` on a new thread with a single-threaded runtime; the handle ends with it.
@@ -157,25 +123,35 @@ async fn wait_for(what: &str, limit: Duration, cond: impl Fn() -> bool) -> Resul
     Ok(())
 }
 
-/// Runs one client: initial sync of every pod, then `updates` watch events.
-pub async fn run(
-    which: Which,
-    url: &str,
-    pods: usize,
-    updates: usize,
-    coordinator: &mut Coordinator,
-) -> Result<Figures, BoxError> {
-    alloc::set_counting(true);
-    let baseline = alloc::current();
-    alloc::reset_peak();
+/// A synced client: how many objects it caches, how many updates it has seen, and how to stop it.
+pub struct Running {
+    cached: Box<dyn Fn() -> usize + Send + Sync>,
+    pub seen: Arc<AtomicUsize>,
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Objects in the client's cache.
+    pub fn cached(&self) -> usize {
+        (self.cached)()
+    }
+
+    /// Stops the client and waits for it.
+    pub async fn stop(self) -> Result<(), BoxError> {
+        self.cancel.cancel();
+        self.task.await?;
+        Ok(())
+    }
+}
+
+/// Starts `which` against the server at `url` and returns once its initial list is cached.
+pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
     let seen = Arc::new(AtomicUsize::new(0));
     let cancel = CancellationToken::new();
-    let start = Instant::now();
-    let (cached, task): (
-        Box<dyn Fn() -> usize + Send + Sync>,
-        tokio::task::JoinHandle<()>,
-    ) = match which {
+    match which {
         Which::Kcache {
+            list,
             skip_managed_fields,
             own_thread,
             exact,
@@ -187,6 +163,7 @@ pub async fn run(
                 .exact_capacities(exact)
                 .build();
             let informer = SharedIndexInformer::new(Arc::new(lw), Duration::ZERO);
+            informer.set_reflector_options(move |b| b.use_watch_list(list == Streaming))?;
             let count = Arc::clone(&seen);
             informer.add_event_handler(HandlerFuncs::new().on_updated(
                 move |_: &Arc<Pod>, _: &Arc<Pod>| {
@@ -210,16 +187,22 @@ pub async fn run(
                 synced.has_synced()
             })
             .await?;
-            (Box::new(move || informer.indexer().len()), task)
+            Ok(Running {
+                cached: Box::new(move || informer.indexer().len()),
+                seen,
+                cancel,
+                task,
+            })
         }
-        Which::KubeRs { own_thread } => {
+        Which::KubeRs { list, own_thread } => {
             let client = kube::Client::try_from(kube::Config::new(url.parse()?))?;
             let api: kube::Api<Pod> = kube::Api::all(client);
             let (reader, writer) = kube::runtime::reflector::store();
-            let stream = kube::runtime::reflector(
-                writer,
-                kube::runtime::watcher(api, kube::runtime::watcher::Config::default()),
-            );
+            let config = match list {
+                Paginated => kube::runtime::watcher::Config::default(),
+                Streaming => kube::runtime::watcher::Config::default().streaming_lists(),
+            };
+            let stream = kube::runtime::reflector(writer, kube::runtime::watcher(api, config));
             let count = Arc::clone(&seen);
             let stop = cancel.clone();
             let consume = async move {
@@ -243,24 +226,76 @@ pub async fn run(
                 tokio::spawn(consume)
             };
             reader.wait_until_ready().await?;
-            (Box::new(move || reader.state().len()), task)
+            Ok(Running {
+                cached: Box::new(move || reader.state().len()),
+                seen,
+                cancel,
+                task,
+            })
         }
-    };
-    let sync = start.elapsed();
-    let sync_peak_bytes = usize::try_from(alloc::peak() - baseline).unwrap_or(0);
-    let steady_bytes = usize::try_from(alloc::current() - baseline).unwrap_or(0);
-    alloc::set_counting(false);
-    let n = cached();
-    if n != pods {
-        return Err(format!("{}: cached {n} pods, expected {pods}", which.label()).into());
     }
+}
+
+/// What one timed run measured, in a plain process.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timed {
+    pub sync: Duration,
+    /// `VmHWM` at sync less `VmRSS` before the client started.
+    pub sync_peak_rss: usize,
+    /// `VmRSS` once synced and idle (right before the burst) less `VmRSS` before the start.
+    pub steady_rss: usize,
+    /// `VmRSS` before the client started: the process and its runtime.
+    pub baseline_rss: usize,
+    pub cached: usize,
+    pub events_per_sec: f64,
+    /// The client process's CPU during the sync (user, system).
+    pub user: Duration,
+    pub system: Duration,
+}
+
+fn check_count(row: &Row, n: usize, pods: usize) -> Result<(), BoxError> {
+    if n == pods {
+        Ok(())
+    } else {
+        Err(format!("{}: cached {n} pods, expected {pods}", row.label).into())
+    }
+}
+
+/// Runs `row` in this (plain) process: initial sync of every pod, then `updates` watch events,
+/// with the parent releasing the burst.
+pub async fn timed(
+    row: &Row,
+    url: &str,
+    pods: usize,
+    updates: usize,
+    parent: &mut Parent,
+) -> Result<Timed, BoxError> {
+    let baseline_rss = procfs::rss()?;
+    procfs::reset_peak_rss()?;
+    let cpu = procfs::Cpu::now()?;
+    let clock = Instant::now();
+    let running = start(row.which, url).await?;
+    let sync = clock.elapsed();
+    let sync_peak_rss = procfs::peak_rss()?.saturating_sub(baseline_rss);
+    let cpu = procfs::Cpu::now()?.since(cpu);
+    let n = running.cached();
+    check_count(row, n, pods)?;
+    eprintln!(
+        "  client: synced in {:.2} s (user {:.2} s, system {:.2} s, {} minor faults)",
+        sync.as_secs_f64(),
+        cpu.user.as_secs_f64(),
+        cpu.system.as_secs_f64(),
+        cpu.minor_faults
+    );
 
     // The parent has the server write the updates while its watches are paused, then
     // releases them once this side's clock runs.
-    coordinator.synced().await?;
+    parent.synced().await?;
+    let steady_rss = procfs::rss()?.saturating_sub(baseline_rss);
+    let seen = Arc::clone(&running.seen);
     let before = seen.load(Ordering::Relaxed);
-    let start = Instant::now();
-    coordinator.started().await?;
+    let burst = Instant::now();
+    parent.started().await?;
     // Generous: the slowest client here takes about 10 s for 100,000 events.
     let limit = Duration::from_secs(60 + (updates / 1000) as u64);
     if let Err(e) = wait_for("watch events", limit, || {
@@ -269,28 +304,68 @@ pub async fn run(
     .await
     {
         let got = seen.load(Ordering::Relaxed) - before;
-        return Err(format!("{}: {e}: {got} of {updates} arrived", which.label()).into());
+        return Err(format!("{}: {e}: {got} of {updates} arrived", row.label).into());
     }
-    let elapsed = start.elapsed().as_secs_f64();
-    let events_per_sec = updates as f64 / elapsed;
+    let elapsed = burst.elapsed().as_secs_f64();
     eprintln!("  client: {updates} watch events taken in {elapsed:.2} s");
-    cancel.cancel();
-    task.await?;
-    Ok(Figures {
+    running.stop().await?;
+    Ok(Timed {
         sync,
-        sync_peak_bytes,
-        steady_bytes,
+        sync_peak_rss,
+        steady_rss,
+        baseline_rss,
         cached: n,
-        events_per_sec,
+        events_per_sec: updates as f64 / elapsed,
+        user: cpu.user,
+        system: cpu.system,
     })
 }
 
-/// The child's side of the parent's protocol: `synced` (then wait for `go`), `started`.
-pub struct Coordinator {
+/// What the counting run measured: heap bytes the client holds once synced, and at its peak.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counted {
+    pub live: usize,
+    pub peak: usize,
+    pub cached: usize,
+}
+
+/// Runs `row` to its sync in the counting process (`kcache-bench-counted`) and returns the heap
+/// bytes it holds.
+pub async fn counted(row: &Row, url: &str, pods: usize) -> Result<Counted, BoxError> {
+    use crate::alloc;
+    let baseline = alloc::current();
+    alloc::reset_peak();
+    let cpu = procfs::Cpu::now()?;
+    let clock = Instant::now();
+    let running = start(row.which, url).await?;
+    let sync = clock.elapsed();
+    let live = usize::try_from(alloc::current() - baseline).unwrap_or(0);
+    let peak = usize::try_from(alloc::peak() - baseline).unwrap_or(0);
+    let cpu = procfs::Cpu::now()?.since(cpu);
+    let n = running.cached();
+    check_count(row, n, pods)?;
+    eprintln!(
+        "  counting run: synced in {:.2} s (user {:.2} s, system {:.2} s), {:.1} KB per object",
+        sync.as_secs_f64(),
+        cpu.user.as_secs_f64(),
+        cpu.system.as_secs_f64(),
+        live as f64 / n as f64 / 1e3
+    );
+    running.stop().await?;
+    Ok(Counted {
+        live,
+        peak,
+        cached: n,
+    })
+}
+
+/// The child's side of the parent's protocol: `synced` (then wait for `go`), `started`, and the
+/// figures as the last line.
+pub struct Parent {
     lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>,
 }
 
-impl Coordinator {
+impl Parent {
     pub fn new() -> Self {
         use tokio::io::AsyncBufReadExt;
         Self {
@@ -298,7 +373,8 @@ impl Coordinator {
         }
     }
 
-    async fn say(&mut self, line: &str) -> Result<(), BoxError> {
+    /// Writes one line to the parent.
+    pub async fn say(&mut self, line: &str) -> Result<(), BoxError> {
         use tokio::io::AsyncWriteExt;
         let mut out = tokio::io::stdout();
         out.write_all(format!("{line}\n").as_bytes()).await?;
@@ -319,105 +395,72 @@ impl Coordinator {
     async fn started(&mut self) -> Result<(), BoxError> {
         self.say("started").await
     }
+}
 
-    /// The figures, as the last line.
-    pub async fn done(&mut self, f: &Figures) -> Result<(), BoxError> {
-        self.say(&format!(
-            "done {} {} {} {} {}",
-            f.sync.as_secs_f64(),
-            f.sync_peak_bytes,
-            f.steady_bytes,
-            f.cached,
-            f.events_per_sec
-        ))
-        .await
+impl Default for Parent {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
-/// Each figure's median over `runs` (the mean of the middle two for an even count).
-pub fn median(runs: &[Figures]) -> Figures {
-    fn mid(mut v: Vec<f64>) -> f64 {
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        match n {
-            0 => 0.0,
-            _ if n % 2 == 1 => v[n / 2],
-            _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-        }
+impl Timed {
+    /// The `done ...` line a timed child ends with.
+    pub fn to_line(&self) -> String {
+        format!(
+            "done {} {} {} {} {} {} {} {}",
+            self.sync.as_secs_f64(),
+            self.sync_peak_rss,
+            self.steady_rss,
+            self.baseline_rss,
+            self.cached,
+            self.events_per_sec,
+            self.user.as_secs_f64(),
+            self.system.as_secs_f64()
+        )
     }
-    let of = |f: fn(&Figures) -> f64| mid(runs.iter().map(f).collect());
-    Figures {
-        sync: Duration::from_secs_f64(of(|f| f.sync.as_secs_f64())),
-        sync_peak_bytes: of(|f| f.sync_peak_bytes as f64) as usize,
-        steady_bytes: of(|f| f.steady_bytes as f64) as usize,
-        cached: of(|f| f.cached as f64) as usize,
-        events_per_sec: of(|f| f.events_per_sec),
+
+    /// Parses a timed child's `done ...` line.
+    pub fn parse(line: &str) -> Result<Self, BoxError> {
+        let f = fields(line, "done ", 8)?;
+        Ok(Self {
+            sync: Duration::from_secs_f64(f[0].parse()?),
+            sync_peak_rss: f[1].parse()?,
+            steady_rss: f[2].parse()?,
+            baseline_rss: f[3].parse()?,
+            cached: f[4].parse()?,
+            events_per_sec: f[5].parse()?,
+            user: Duration::from_secs_f64(f[6].parse()?),
+            system: Duration::from_secs_f64(f[7].parse()?),
+        })
     }
 }
 
-/// Parses the child's `done ...` line.
-pub fn parse_done(line: &str) -> Result<Figures, BoxError> {
-    let rest = line
-        .strip_prefix("done ")
-        .ok_or_else(|| format!("unexpected {line:?}"))?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    if f.len() != 5 {
-        return Err(format!("unexpected {line:?}").into());
+impl Counted {
+    /// The `counted ...` line a counting child ends with.
+    pub fn to_line(&self) -> String {
+        format!("counted {} {} {}", self.live, self.peak, self.cached)
     }
-    Ok(Figures {
-        sync: Duration::from_secs_f64(f[0].parse()?),
-        sync_peak_bytes: f[1].parse()?,
-        steady_bytes: f[2].parse()?,
-        cached: f[3].parse()?,
-        events_per_sec: f[4].parse()?,
-    })
+
+    /// Parses a counting child's `counted ...` line.
+    pub fn parse(line: &str) -> Result<Self, BoxError> {
+        let f = fields(line, "counted ", 3)?;
+        Ok(Self {
+            live: f[0].parse()?,
+            peak: f[1].parse()?,
+            cached: f[2].parse()?,
+        })
+    }
 }
 
-/// Runs one client in a child process (`current_exe client KEY ...`), so that every client
-/// starts from a fresh heap, and drives the burst between it and the server.
-pub async fn run_in_child(
-    which: Which,
-    server: &mut crate::server::Server,
-    pods: usize,
-    updates: usize,
-) -> Result<Figures, BoxError> {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let mut child = tokio::process::Command::new(std::env::current_exe()?)
-        .args([
-            "client",
-            which.key(),
-            "--url",
-            &server.url,
-            "--pods",
-            &pods.to_string(),
-            "--updates",
-            &updates.to_string(),
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let mut lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
-    let mut expect = async |want: &str| -> Result<String, BoxError> {
-        let line = lines
-            .next_line()
-            .await?
-            .ok_or_else(|| format!("{}: the client exited", which.label()))?;
-        if line.starts_with(want) {
-            Ok(line)
-        } else {
-            Err(format!("{}: expected {want}, got {line:?}", which.label()).into())
-        }
-    };
-    expect("synced").await?;
-    server.prepare(updates).await?;
-    stdin.write_all(b"go\n").await?;
-    stdin.flush().await?;
-    expect("started").await?;
-    server.release().await?;
-    let figures = parse_done(&expect("done").await?)?;
-    drop(stdin);
-    let _ = child.wait().await;
-    Ok(figures)
+fn fields<'a>(line: &'a str, prefix: &str, n: usize) -> Result<Vec<&'a str>, BoxError> {
+    let f: Vec<&str> = line
+        .strip_prefix(prefix)
+        .ok_or_else(|| format!("unexpected {line:?}"))?
+        .split_whitespace()
+        .collect();
+    if f.len() == n {
+        Ok(f)
+    } else {
+        Err(format!("unexpected {line:?}").into())
+    }
 }

@@ -1,5 +1,5 @@
-//! The floor: one core decoding the same pods with bare `serde_json`, and what a decoded pod
-//! weighs.
+//! The floor: one core decoding the same pods with bare `serde_json` (timed in the plain parent),
+//! and what a decoded pod weighs (counted in `kcache-bench-counted`).
 //!
 //! Bare decoding here is serde_json's fastest way: one UTF-8 check of the document, then
 //! `from_str` (which checks no string again). `from_slice` checks every string and is about
@@ -15,19 +15,25 @@ use kcache_testing::workload;
 use crate::alloc;
 use crate::server::NAMESPACES;
 
-/// What bare `serde_json` does with the workload's pods.
-pub struct Floor {
+/// How fast bare `serde_json` decodes the workload's pods (measured in a plain process).
+#[derive(Debug, Clone, Copy)]
+pub struct Speeds {
     pub pods_per_sec: f64,
     pub mb_per_sec: f64,
-    /// Bytes one pod holds once decoded from its JSON bytes, `Arc` included.
-    pub decoded_bytes_per_pod: f64,
-    /// The same when every `Vec` is decoded with its exact length known (through `Value`).
-    pub exact_bytes_per_pod: f64,
     /// Pods/s decoding into a map of `count` pods, each replacing (and freeing) the previous
     /// version of its key, on one thread: what any cache does, without I/O.
     pub cache_pods_per_sec: f64,
     /// The same with the replaced versions freed on a second thread.
     pub cache_cross_thread_pods_per_sec: f64,
+}
+
+/// What a decoded pod weighs (measured in the counting process).
+#[derive(Debug, Clone, Copy)]
+pub struct Bytes {
+    /// Bytes one pod holds once decoded from its JSON bytes, `Arc` included.
+    pub decoded_per_pod: f64,
+    /// The same when every `Vec` is decoded with its exact length known (through `Value`).
+    pub exact_per_pod: f64,
 }
 
 /// One pod, the fastest way bare serde_json offers (see the module docs).
@@ -38,22 +44,45 @@ fn decode_pod(doc: &[u8]) -> Result<Pod, serde_json::Error> {
     }
 }
 
-/// Decoded pods per second and MB/s for `count` workload pods (best of three passes), and the
-/// memory of the decoded pods.
-pub fn decode_floor(seed: u64, count: usize) -> Result<Floor, serde_json::Error> {
-    let docs: Vec<Vec<u8>> = workload::pods(seed, count, NAMESPACES)
+/// The JSON of `count` workload pods.
+fn docs(seed: u64, count: usize) -> Result<Vec<Vec<u8>>, serde_json::Error> {
+    workload::pods(seed, count, NAMESPACES)
         .iter()
         .map(serde_json::to_vec)
-        .collect::<Result<_, _>>()?;
-    let bytes: usize = docs.iter().map(Vec::len).sum();
+        .collect()
+}
 
-    alloc::set_counting(true);
+/// Decoded pods per second and MB/s for `count` workload pods (best of three passes), and the
+/// rates of decoding into a cache.
+pub fn speeds(seed: u64, count: usize) -> Result<Speeds, serde_json::Error> {
+    let docs = docs(seed, count)?;
+    let bytes: usize = docs.iter().map(Vec::len).sum();
+    let (cache_pods_per_sec, cache_cross_thread_pods_per_sec) = cache_rates(&docs)?;
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let start = Instant::now();
+        for d in &docs {
+            std::hint::black_box(decode_pod(d)?);
+        }
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    Ok(Speeds {
+        pods_per_sec: count as f64 / best,
+        mb_per_sec: bytes as f64 / best / 1e6,
+        cache_pods_per_sec,
+        cache_cross_thread_pods_per_sec,
+    })
+}
+
+/// The heap bytes of `count` decoded workload pods, per pod; needs the counting allocator.
+pub fn bytes(seed: u64, count: usize) -> Result<Bytes, serde_json::Error> {
+    let docs = docs(seed, count)?;
     let base = alloc::current();
     let pods: Vec<Arc<Pod>> = docs
         .iter()
         .map(|d| serde_json::from_slice(d).map(Arc::new))
         .collect::<Result<_, _>>()?;
-    let decoded_bytes_per_pod = (alloc::current() - base) as f64 / count as f64;
+    let decoded_per_pod = (alloc::current() - base) as f64 / count as f64;
     drop(pods);
     let base = alloc::current();
     let pods: Vec<Arc<Pod>> = docs
@@ -64,28 +93,35 @@ pub fn decode_floor(seed: u64, count: usize) -> Result<Floor, serde_json::Error>
                 .map(Arc::new)
         })
         .collect::<Result<_, _>>()?;
-    let exact_bytes_per_pod = (alloc::current() - base) as f64 / count as f64;
+    let exact_per_pod = (alloc::current() - base) as f64 / count as f64;
     drop(pods);
-    alloc::set_counting(false);
-
-    let (cache_pods_per_sec, cache_cross_thread_pods_per_sec) = cache_rates(&docs)?;
-
-    let mut best = f64::MAX;
-    for _ in 0..3 {
-        let start = Instant::now();
-        for d in &docs {
-            std::hint::black_box(decode_pod(d)?);
-        }
-        best = best.min(start.elapsed().as_secs_f64());
-    }
-    Ok(Floor {
-        pods_per_sec: count as f64 / best,
-        mb_per_sec: bytes as f64 / best / 1e6,
-        decoded_bytes_per_pod,
-        exact_bytes_per_pod,
-        cache_pods_per_sec,
-        cache_cross_thread_pods_per_sec,
+    Ok(Bytes {
+        decoded_per_pod,
+        exact_per_pod,
     })
+}
+
+impl Bytes {
+    /// The `floor-bytes ...` line the counting process prints.
+    pub fn to_line(&self) -> String {
+        format!("floor-bytes {} {}", self.decoded_per_pod, self.exact_per_pod)
+    }
+
+    /// Parses a `floor-bytes ...` line.
+    pub fn parse(line: &str) -> Result<Self, Box<dyn std::error::Error>> {
+        let mut f = line
+            .strip_prefix("floor-bytes ")
+            .ok_or_else(|| format!("unexpected {line:?}"))?
+            .split_whitespace()
+            .map(str::parse::<f64>);
+        match (f.next(), f.next()) {
+            (Some(Ok(decoded_per_pod)), Some(Ok(exact_per_pod))) => Ok(Self {
+                decoded_per_pod,
+                exact_per_pod,
+            }),
+            _ => Err(format!("unexpected {line:?}").into()),
+        }
+    }
 }
 
 /// Decodes every doc into a map once, then five more rounds replacing each key's version:

@@ -1,131 +1,71 @@
-//! `cargo xtask bench`: kcache and kube-rs against the same fake API server and workload, in one
-//! run, with bare `serde_json` decoding of the same pods as the floor.
+//! `cargo xtask bench`: kcache and kube-rs against the same fake API server and workload, each
+//! in each of its list modes, with bare `serde_json` decoding of the same pods as the floor.
 //!
-//! kcache-bench [--pods N] [--updates N] [--seed S]
+//! kcache-bench [--pods N] [--updates N] [--seed S] [--only ROWS] [--runs N]
 //!
-//! The fake server runs in a child process (`kcache-bench serve ...`) so that only the client's
-//! allocations and CPU are measured, and each client runs in a child of its own
-//! (`kcache-bench client KEY ...`) so that each starts from a fresh heap: a client run after
-//! another in the same process finds memory already paged in. Memory comes from a counting
-//! allocator.
+//! # How the figures are taken
+//!
+//! - The fake server runs in a child process (`kcache-bench serve`), so that its allocations and
+//!   CPU are not the client's. It makes every update it will send before it prints its URL; while
+//!   a client syncs it only serves (the parent reads the server's CPU time around every sync and
+//!   prints it: a few hundredths of a second for 20,000 pods). The updates are written after the
+//!   sync with the watches paused, then released as one burst.
+//! - Time and resident memory come from plain processes: each timed client runs in a child of
+//!   its own (`kcache-bench client KEY`) whose global allocator is the system's (or mimalloc with
+//!   `--features mimalloc`), never the counting one. Right before the client starts, the child
+//!   reads its `VmRSS` (the runtime's baseline) and resets `VmHWM` (`echo 5 >
+//!   /proc/self/clear_refs`); sync peak = `VmHWM` at sync less the baseline, steady = `VmRSS`
+//!   once synced and idle (right before the burst) less the baseline. Both clients run in the
+//!   same binary and runtime, so the baseline is the same for both.
+//! - Heap bytes per cached object come from a separate run of the same row, before the timed
+//!   one, in `kcache-bench-counted`, whose global allocator counts every allocation: live bytes
+//!   after sync divided by the objects cached.
+//! - Each row of each round gets a fresh server with the same seed: same pods, same resource
+//!   versions, same updates.
+//!
+//! # Why kube-rs synced in 3.11 s here and in about 1.4 s as a plain process
+//!
+//! The earlier bench ran the clients under its counting allocator and took kube-rs's sync of
+//! 20,000 pods at 3.11 s, while a plain program syncing kube-rs against the same server took
+//! about 1.4 s. Measured on this project's 2-core VMs (user and system time of the client
+//! process during the sync, from `/proc/self/stat`):
+//!
+//! - The counting allocator is not the cause: a kube-rs sync with it counting took 0.84-0.91 s
+//!   of user time, without it 0.72-0.82 s (about 0.1 s, some 10%), and the same number of page
+//!   faults (about 185,700 for 20,000 pods: 740 MB touched).
+//! - Neither is the runtime (a current-thread runtime synced in 1.04-1.30 s, the multi-threaded
+//!   one in 1.06-1.36 s), nor the parent's stdin/stdout protocol (the child reads nothing while
+//!   it syncs), nor the server (0.07 s of CPU during a 2.6 s sync, all of it serving).
+//! - The cause is the cost of first touching memory in the VM. The slow syncs spent 1.5-1.9 s in
+//!   the kernel for those same 185,700 minor faults, the fast ones 0.28-0.35 s: the user time
+//!   was the same (0.75-0.95 s). Whether a fresh process gets memory the hypervisor has backed
+//!   or not depends on what the machine did just before: the earlier bench started each client
+//!   right after a fresh server had taken 7.5 GB for its prepared updates and both clients paid
+//!   it (2.8-3.0 s in five runs in a row), while a program run by hand right after another one
+//!   reused the memory that one had just freed (1.1-1.2 s). The same bench later ran kube-rs in
+//!   1.12-1.18 s; the plain program, as the first client after a fresh server, in 2.6-2.8 s.
+//!
+//! So the bench now runs every timed client right after the counting run of the same row has
+//! synced and exited (both clients start on memory the VM has just used), prints each timed
+//! run's user and system time, and gives medians and ranges over `--runs N`: a row whose range
+//! is wide met the VM's first-touch cost in some of its runs.
 
-mod alloc;
-mod clients;
-mod floor;
-mod server;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
 
-use clients::{Figures, Which};
+use kcache_bench::clients::{self, Counted, ROWS, Row, Timed};
+use kcache_bench::{cli, floor, server};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
-static ALLOC: alloc::Counting = alloc::Counting;
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-struct Args {
-    serve: bool,
-    /// `client KEY`: run that one client (a child of the bench).
-    client: Option<String>,
-    url: String,
-    pods: usize,
-    updates: usize,
-    seed: u64,
-    /// Which rows to run (all when empty).
-    only: Vec<String>,
-    /// Rounds of every row; the table gives medians.
-    runs: usize,
-}
-
-fn parse() -> Result<Args, String> {
-    let mut args = Args {
-        serve: false,
-        client: None,
-        url: String::new(),
-        pods: 20_000,
-        updates: 100_000,
-        seed: 7,
-        only: Vec::new(),
-        runs: 1,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
-        match a.as_str() {
-            "serve" => args.serve = true,
-            "client" => args.client = Some(value("client")?),
-            "--url" => args.url = value("--url")?,
-            "--pods" => {
-                args.pods = value("--pods")?
-                    .parse()
-                    .map_err(|e| format!("--pods: {e}"))?
-            }
-            "--updates" => {
-                args.updates = value("--updates")?
-                    .parse()
-                    .map_err(|e| format!("--updates: {e}"))?
-            }
-            "--seed" => {
-                args.seed = value("--seed")?
-                    .parse()
-                    .map_err(|e| format!("--seed: {e}"))?
-            }
-            "--runs" => {
-                args.runs = value("--runs")?
-                    .parse::<usize>()
-                    .map_err(|e| format!("--runs: {e}"))?
-                    .max(1)
-            }
-            "--only" => {
-                args.only = value("--only")?.split(',').map(str::to_owned).collect();
-            }
-            "-h" | "--help" => {
-                return Err(
-                    "usage: kcache-bench [--pods N (20000)] [--updates N (100000)] [--seed S] [--only ROWS] [--runs N (1)]\n\
-                     ROWS: comma-separated among kube-rs, kube-rs-thread, kcache, kcache-thread, skipped,\n\
-                     skipped-thread, exact-thread, lean-thread (default: all)\n\
-                     --runs N: N rounds of every row, in turn; the table gives each row's median and range"
-                        .into(),
-                );
-            }
-            other => return Err(format!("unknown argument {other:?}; try --help")),
-        }
-    }
-    Ok(args)
-}
-
-/// The range of a row's sync times and event rates over its runs, printed after the median
-/// (empty for one run).
-struct Spread {
-    sync: String,
-    events: String,
-}
-
-impl Spread {
-    fn of(runs: &[Figures]) -> Self {
-        if runs.len() < 2 {
-            return Self {
-                sync: String::new(),
-                events: String::new(),
-            };
-        }
-        let (mut s_lo, mut s_hi) = (f64::MAX, 0.0_f64);
-        let (mut e_lo, mut e_hi) = (f64::MAX, 0.0_f64);
-        for f in runs {
-            s_lo = s_lo.min(f.sync.as_secs_f64());
-            s_hi = s_hi.max(f.sync.as_secs_f64());
-            e_lo = e_lo.min(f.events_per_sec);
-            e_hi = e_hi.max(f.events_per_sec);
-        }
-        Self {
-            sync: format!(" [{s_lo:.2}-{s_hi:.2}]"),
-            events: format!(" [{e_lo:.0}-{e_hi:.0}]"),
-        }
-    }
-}
-
-fn mb(bytes: usize) -> f64 {
-    bytes as f64 / 1e6
-}
+type BoxError = Box<dyn std::error::Error>;
 
 fn main() {
-    let args = match parse() {
+    let args = match cli::parse() {
         Ok(a) => a,
         Err(e) => {
             eprintln!("{e}");
@@ -157,55 +97,267 @@ fn main() {
     }
 }
 
-/// `client KEY` mode: one client against the server at `--url`, driven by the parent.
-async fn client(key: &str, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    let which = Which::all()
-        .find(|w| w.key() == key)
-        .ok_or_else(|| format!("unknown client {key:?}"))?;
-    let mut coordinator = clients::Coordinator::new();
-    let figures = clients::run(which, &args.url, args.pods, args.updates, &mut coordinator).await?;
-    coordinator.done(&figures).await?;
-    Ok(())
+/// `client KEY` mode: one timed client against the server at `--url`, driven by the parent.
+async fn client(key: &str, args: &cli::Args) -> Result<(), BoxError> {
+    let row = clients::row_of(key)?;
+    let mut parent = clients::Parent::new();
+    let timed = clients::timed(row, &args.url, args.pods, args.updates, &mut parent).await?;
+    parent.say(&timed.to_line()).await
 }
 
-async fn bench(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    eprintln!("decode floor: serde_json into k8s-openapi Pod, one core ...");
-    let floor = floor::decode_floor(args.seed, args.pods.min(20_000))?;
-    let (floor_pods, floor_mb) = (floor.pods_per_sec, floor.mb_per_sec);
-    let chosen: Vec<Which> = Which::all()
-        .filter(|w| args.only.is_empty() || args.only.iter().any(|o| o == w.key()))
-        .collect();
-    // Rounds of every row in turn, so that a noisy spell of the machine hits all rows alike.
-    let mut runs: Vec<Vec<Figures>> = vec![Vec::new(); chosen.len()];
-    for round in 1..=args.runs {
-        for (which, done) in chosen.iter().zip(&mut runs) {
-            eprintln!(
-                "{} (round {round} of {}): {} pods, then {} updates ...",
-                which.label(),
-                args.runs,
-                args.pods,
-                args.updates
-            );
-            // A fresh server per client: same seed, same workload, same resource versions.
-            let mut server = server::Server::spawn(args.pods, args.updates, args.seed).await?;
-            let figures =
-                clients::run_in_child(*which, &mut server, args.pods, args.updates).await?;
-            server.quit().await;
-            done.push(figures);
+/// The counting program, next to this one. `cargo run` builds only the program it runs, so when
+/// run by cargo this builds the counting one too (a no-op when it is up to date).
+fn counted_program() -> Result<PathBuf, BoxError> {
+    let exe = std::env::current_exe()?;
+    let counted = exe.with_file_name(format!(
+        "kcache-bench-counted{}",
+        std::env::consts::EXE_SUFFIX
+    ));
+    if let Some(cargo) = std::env::var_os("CARGO") {
+        let profile_dir = exe.parent().ok_or("no directory above the program")?;
+        let target_dir = profile_dir.parent().ok_or("no target directory")?;
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        let mut build = std::process::Command::new(cargo);
+        build
+            .args(["build", "--quiet", "--bin", "kcache-bench-counted"])
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(target_dir);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        if cfg!(feature = "mimalloc") {
+            build.args(["--features", "mimalloc"]);
+        }
+        let status = build.status()?;
+        if !status.success() {
+            return Err(format!("building kcache-bench-counted failed ({status})").into());
         }
     }
-    let rows: Vec<(Which, Figures, Spread)> = chosen
-        .into_iter()
-        .zip(runs)
-        .map(|(w, r)| (w, clients::median(&r), Spread::of(&r)))
-        .collect();
-    // Ratios are against kube-rs when it ran, else against the first row.
-    let kube = rows
+    if counted.exists() {
+        Ok(counted)
+    } else {
+        Err(format!(
+            "{} is missing: build it with `cargo build --release --bins --manifest-path xtask/bench/Cargo.toml`",
+            counted.display()
+        )
+        .into())
+    }
+}
+
+/// Runs a counting child to its end and returns its last line.
+async fn counting_child(program: &Path, args: &[&str]) -> Result<String, BoxError> {
+    let out = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .output()
+        .await?;
+    if !out.status.success() {
+        return Err(format!("kcache-bench-counted {args:?} failed ({})", out.status).into());
+    }
+    let text = String::from_utf8(out.stdout)?;
+    Ok(text.lines().last().unwrap_or_default().to_owned())
+}
+
+/// What one round of one row gave.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    timed: Timed,
+    counted: Counted,
+    /// The server's CPU time while the timed client synced.
+    server_cpu: Duration,
+}
+
+/// Runs the timed client of `row` in a child process (`current_exe client KEY ...`) and drives
+/// the burst between it and the server.
+async fn timed_child(
+    row: &Row,
+    server: &mut server::Server,
+    pods: usize,
+    updates: usize,
+) -> Result<(Timed, Duration), BoxError> {
+    let cpu_before = server.cpu().await?;
+    let mut child = tokio::process::Command::new(std::env::current_exe()?)
+        .args([
+            "client",
+            row.key,
+            "--url",
+            &server.url,
+            "--pods",
+            &pods.to_string(),
+            "--updates",
+            &updates.to_string(),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
+    let mut expect = async |want: &str| -> Result<String, BoxError> {
+        let line = lines
+            .next_line()
+            .await?
+            .ok_or_else(|| format!("{}: the client exited", row.label))?;
+        if line.starts_with(want) {
+            Ok(line)
+        } else {
+            Err(format!("{}: expected {want}, got {line:?}", row.label).into())
+        }
+    };
+    expect("synced").await?;
+    let server_cpu = server.cpu().await?.saturating_sub(cpu_before);
+    eprintln!(
+        "  server: {:.2} s of CPU while the client synced",
+        server_cpu.as_secs_f64()
+    );
+    server.prepare(updates).await?;
+    stdin.write_all(b"go\n").await?;
+    stdin.flush().await?;
+    expect("started").await?;
+    server.release().await?;
+    let timed = Timed::parse(&expect("done").await?)?;
+    drop(stdin);
+    let _ = child.wait().await;
+    Ok((timed, server_cpu))
+}
+
+/// The median of `v` (the mean of the middle two for an even count).
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// ` [lo-hi]` with `digits` decimals, empty for one value.
+fn range(v: &[f64], digits: usize) -> String {
+    if v.len() < 2 {
+        return String::new();
+    }
+    let lo = v.iter().copied().fold(f64::MAX, f64::min);
+    let hi = v.iter().copied().fold(f64::MIN, f64::max);
+    format!(" [{lo:.digits$}-{hi:.digits$}]")
+}
+
+/// One figure of a row over its runs: the median and the range.
+struct Figure {
+    median: f64,
+    range: String,
+}
+
+impl Figure {
+    fn of(runs: &[Run], digits: usize, f: impl Fn(&Run) -> f64) -> Self {
+        let v: Vec<f64> = runs.iter().map(f).collect();
+        Self {
+            median: median(&v),
+            range: range(&v, digits),
+        }
+    }
+}
+
+/// A row's figures over its runs.
+struct Summary {
+    sync: Figure,
+    peak: Figure,
+    steady: Figure,
+    kb_per_object: Figure,
+    events: Figure,
+}
+
+impl Summary {
+    fn of(runs: &[Run]) -> Self {
+        Self {
+            sync: Figure::of(runs, 2, |r| r.timed.sync.as_secs_f64()),
+            peak: Figure::of(runs, 0, |r| r.timed.sync_peak_rss as f64 / 1e6),
+            steady: Figure::of(runs, 0, |r| r.timed.steady_rss as f64 / 1e6),
+            kb_per_object: Figure::of(runs, 1, |r| {
+                r.counted.live as f64 / r.counted.cached.max(1) as f64 / 1e3
+            }),
+            events: Figure::of(runs, 0, |r| r.timed.events_per_sec),
+        }
+    }
+}
+
+async fn bench(args: &cli::Args) -> Result<(), BoxError> {
+    let counted = counted_program()?;
+    let floor_pods = args.pods.min(20_000);
+    eprintln!("decode floor: serde_json into k8s-openapi Pod, one core ...");
+    let speeds = floor::speeds(args.seed, floor_pods)?;
+    let weights = floor::Bytes::parse(
+        &counting_child(
+            &counted,
+            &[
+                "floor-bytes",
+                "--seed",
+                &args.seed.to_string(),
+                "--pods",
+                &floor_pods.to_string(),
+            ],
+        )
+        .await?,
+    )?;
+    let chosen: Vec<&Row> = ROWS
         .iter()
-        .find(|(w, _, _)| *w == Which::KubeRs { own_thread: false })
-        .or_else(|| rows.first())
-        .map(|(_, f, _)| *f)
-        .ok_or("no client ran")?;
+        .filter(|r| args.only.is_empty() || args.only.iter().any(|o| o == r.key))
+        .collect();
+    // Rounds of every row in turn, so that a noisy spell of the machine hits all rows alike.
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); chosen.len()];
+    for round in 1..=args.runs {
+        for (row, done) in chosen.iter().zip(&mut runs) {
+            eprintln!(
+                "{} (round {round} of {}): {} pods, then {} updates ...",
+                row.label, args.runs, args.pods, args.updates
+            );
+            // A fresh server per row: same seed, same workload, same resource versions.
+            let mut server = server::Server::spawn(args.pods, args.updates, args.seed).await?;
+            let bytes = Counted::parse(
+                &counting_child(
+                    &counted,
+                    &[
+                        "client",
+                        row.key,
+                        "--url",
+                        &server.url,
+                        "--pods",
+                        &args.pods.to_string(),
+                    ],
+                )
+                .await?,
+            )?;
+            let (timed, server_cpu) =
+                timed_child(row, &mut server, args.pods, args.updates).await?;
+            server.quit().await;
+            done.push(Run {
+                timed,
+                counted: bytes,
+                server_cpu,
+            });
+        }
+    }
+    let rows: Vec<(&Row, Summary)> = chosen
+        .iter()
+        .copied()
+        .zip(&runs)
+        .map(|(row, r)| (row, Summary::of(r)))
+        .collect();
+    let (base_row, base) = rows.first().ok_or("no client ran")?;
+    let all: Vec<&Run> = runs.iter().flatten().collect();
+    let baseline_rss = median(
+        &all.iter()
+            .map(|r| r.timed.baseline_rss as f64 / 1e6)
+            .collect::<Vec<_>>(),
+    );
+    let server_cpu = all
+        .iter()
+        .map(|r| r.server_cpu.as_secs_f64())
+        .fold(0.0, f64::max);
 
     println!();
     println!(
@@ -220,42 +372,60 @@ async fn bench(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     );
     println!(
-        "decode floor (bare serde_json, one core): {floor_pods:.0} pods/s, {floor_mb:.0} MB/s"
+        "timed in plain processes ({} allocator); RSS less the client process's {baseline_rss:.0} MB before its start; \
+         KB/object from a separate run with a counting allocator; the server used at most {server_cpu:.2} s of CPU during a sync",
+        if cfg!(feature = "mimalloc") {
+            "mimalloc"
+        } else {
+            "system"
+        }
+    );
+    println!(
+        "decode floor (bare serde_json, one core): {:.0} pods/s, {:.0} MB/s",
+        speeds.pods_per_sec, speeds.mb_per_sec
     );
     println!(
         "a decoded Pod (serde_json::from_slice, in an Arc) holds {:.1} KB; {:.1} KB when decoded with exact Vec capacities (via serde_json::Value)",
-        floor.decoded_bytes_per_pod / 1e3,
-        floor.exact_bytes_per_pod / 1e3
+        weights.decoded_per_pod / 1e3,
+        weights.exact_per_pod / 1e3
     );
     println!(
-        "decoding into a cache of {} pods, replacing versions: {:.0} pods/s with the old ones freed on the same thread, {:.0} pods/s freed on another thread ({:.2}x)",
-        args.pods.min(20_000),
-        floor.cache_pods_per_sec,
-        floor.cache_cross_thread_pods_per_sec,
-        floor.cache_cross_thread_pods_per_sec / floor.cache_pods_per_sec
+        "decoding into a cache of {floor_pods} pods, replacing versions: {:.0} pods/s with the old ones freed on the same thread, {:.0} pods/s freed on another thread ({:.2}x)",
+        speeds.cache_pods_per_sec,
+        speeds.cache_cross_thread_pods_per_sec,
+        speeds.cache_cross_thread_pods_per_sec / speeds.cache_pods_per_sec
     );
     println!();
+    let vs = "vs first";
     println!(
-        "| client | initial sync | vs kube-rs | sync peak MB | vs kube-rs | steady KB/pod | watch events/s | vs kube-rs | vs floor |"
+        "| client | initial sync | {vs} | sync peak RSS MB | {vs} | steady RSS MB | heap KB/object | watch events/s | {vs} | vs floor |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
-    for (which, f, spread) in &rows {
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (row, s) in &rows {
         println!(
-            "| {} | {:.2} s{} | {:.2}x | {:.0} | {:.2}x | {:.1} | {:.0}{} | {:.2}x | {:.2}x |",
-            which.label(),
-            f.sync.as_secs_f64(),
-            spread.sync,
-            f.sync.as_secs_f64() / kube.sync.as_secs_f64(),
-            mb(f.sync_peak_bytes),
-            f.sync_peak_bytes as f64 / kube.sync_peak_bytes as f64,
-            f.steady_bytes as f64 / f.cached as f64 / 1e3,
-            f.events_per_sec,
-            spread.events,
-            f.events_per_sec / kube.events_per_sec,
-            f.events_per_sec / floor_pods,
+            "| {} | {:.2} s{} | {:.2}x | {:.0}{} | {:.2}x | {:.0} | {:.1} | {:.0}{} | {:.2}x | {:.2}x |",
+            row.label,
+            s.sync.median,
+            s.sync.range,
+            s.sync.median / base.sync.median,
+            s.peak.median,
+            s.peak.range,
+            s.peak.median / base.peak.median,
+            s.steady.median,
+            s.kb_per_object.median,
+            s.events.median,
+            s.events.range,
+            s.events.median / base.events.median,
+            s.events.median / speeds.pods_per_sec,
         );
     }
     println!();
-    println!("Time and memory ratios below 1 favour the client; events/s ratios above 1 do.");
+    println!(
+        "Ratios are against \"{}\". Time and memory ratios below 1 favour the row; events/s ratios above 1 do.",
+        base_row.label
+    );
+    println!(
+        "Lister get/list costs: cargo bench --manifest-path xtask/bench/Cargo.toml --bench lister"
+    );
     Ok(())
 }

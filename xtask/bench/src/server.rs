@@ -1,5 +1,10 @@
 //! The fake API server in a child process, so its own allocations and CPU are not counted
 //! against the client being measured. The parent drives it over stdin/stdout.
+//!
+//! The server makes every update it will send before it prints its URL; while a client syncs it
+//! only serves (the parent asks for its CPU time before and after each sync and prints the
+//! difference). The updates are written to its store after the client's sync, with the watches
+//! paused, and released as one burst.
 
 use std::process::Stdio;
 
@@ -14,7 +19,8 @@ pub const NAMESPACES: usize = 20;
 
 /// `serve` mode: start the server with `pods` pods, print its URL, then obey commands:
 /// `prepare N` (pause the watches, make N pod updates; answered with `prepared <rv>`),
-/// `release` (resume the watches: the burst begins; answered with `released`) and `quit`.
+/// `release` (resume the watches: the burst begins; answered with `released`), `cpu` (answered
+/// with `cpu <user s> <system s>`, this process's CPU time so far) and `quit`.
 pub async fn serve(
     pods: usize,
     updates: usize,
@@ -85,6 +91,19 @@ pub async fn serve(
             (Some("release"), _) => {
                 server.resume_watches();
                 out.write_all(b"released\n").await?;
+                out.flush().await?;
+            }
+            (Some("cpu"), _) => {
+                let cpu = crate::procfs::Cpu::now()?;
+                out.write_all(
+                    format!(
+                        "cpu {} {}\n",
+                        cpu.user.as_secs_f64(),
+                        cpu.system.as_secs_f64()
+                    )
+                    .as_bytes(),
+                )
+                .await?;
                 out.flush().await?;
             }
             (Some("quit"), _) | (None, _) => break,
@@ -168,6 +187,22 @@ impl Server {
             .await?;
         self.stdin.flush().await?;
         Ok(self.stdout.next_line().await?.ok_or("server exited")?)
+    }
+
+    /// The server's CPU time so far (user plus system).
+    pub async fn cpu(&mut self) -> Result<std::time::Duration, Box<dyn std::error::Error>> {
+        let reply = self.command("cpu").await?;
+        let mut f = reply
+            .strip_prefix("cpu ")
+            .ok_or_else(|| format!("unexpected {reply:?}"))?
+            .split_whitespace()
+            .map(str::parse::<f64>);
+        match (f.next(), f.next()) {
+            (Some(Ok(user)), Some(Ok(system))) => {
+                Ok(std::time::Duration::from_secs_f64(user + system))
+            }
+            _ => Err(format!("unexpected {reply:?}").into()),
+        }
     }
 
     /// Stops the child.

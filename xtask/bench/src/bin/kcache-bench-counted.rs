@@ -1,0 +1,42 @@
+//! `kcache-bench-counted`: the bench's counting process. It runs one row's client to its initial
+//! sync and prints the heap bytes the client holds (`client KEY --url U --pods N`), or weighs
+//! decoded pods (`floor-bytes --seed S --pods N`). Its global allocator counts every byte, which
+//! costs time: nothing timed in the bench's table comes from this process.
+
+use kcache_bench::{alloc, cli, clients, floor};
+
+#[global_allocator]
+static ALLOC: alloc::Counting = alloc::Counting;
+
+fn main() {
+    let args = match cli::parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&args) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &cli::Args) -> Result<(), Box<dyn std::error::Error>> {
+    if args.floor_bytes {
+        let bytes = floor::bytes(args.seed, args.pods)?;
+        println!("{}", bytes.to_line());
+        return Ok(());
+    }
+    let key = args
+        .client
+        .as_deref()
+        .ok_or("kcache-bench-counted: expected `client KEY` or `floor-bytes`")?;
+    let row = clients::row_of(key)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let counted = runtime.block_on(clients::counted(row, &args.url, args.pods))?;
+    println!("{}", counted.to_line());
+    Ok(())
+}

@@ -1,0 +1,81 @@
+//! What the kernel says about this process: resident memory (`VmRSS`, and its high-water mark
+//! `VmHWM`, which `clear_refs` resets) and CPU time, from `/proc/self`.
+
+use std::time::Duration;
+
+type BoxError = Box<dyn std::error::Error>;
+
+/// A line `NAME:   123 kB` of `/proc/self/status`, in bytes.
+fn status_bytes(name: &str) -> Result<usize, BoxError> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .ok_or_else(|| format!("no {name} in /proc/self/status"))?;
+    let kb: usize = line
+        .split_whitespace()
+        .next()
+        .ok_or_else(|| format!("empty {name} in /proc/self/status"))?
+        .parse()?;
+    Ok(kb * 1024)
+}
+
+/// Resident memory now.
+pub fn rss() -> Result<usize, BoxError> {
+    status_bytes("VmRSS")
+}
+
+/// The most resident memory since the process started or since [`reset_peak_rss`].
+pub fn peak_rss() -> Result<usize, BoxError> {
+    status_bytes("VmHWM")
+}
+
+/// Resets the high-water mark to the current resident memory (`echo 5 > /proc/self/clear_refs`).
+pub fn reset_peak_rss() -> Result<(), BoxError> {
+    std::fs::write("/proc/self/clear_refs", "5")?;
+    Ok(())
+}
+
+/// CPU time of this process so far, and its minor page faults.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cpu {
+    pub user: Duration,
+    pub system: Duration,
+    pub minor_faults: u64,
+}
+
+impl Cpu {
+    /// Now, from `/proc/self/stat` (in clock ticks of 10 ms).
+    pub fn now() -> Result<Self, BoxError> {
+        let stat = std::fs::read_to_string("/proc/self/stat")?;
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .ok_or("unreadable /proc/self/stat")?
+            .1
+            .split_whitespace()
+            .collect();
+        let field = |i: usize| -> Result<u64, BoxError> {
+            Ok(fields
+                .get(i)
+                .ok_or("short /proc/self/stat")?
+                .parse::<u64>()?)
+        };
+        // After the name: state (0), ..., minflt (7), ..., utime (11), stime (12).
+        const TICK_MS: u64 = 10;
+        Ok(Self {
+            user: Duration::from_millis(field(11)? * TICK_MS),
+            system: Duration::from_millis(field(12)? * TICK_MS),
+            minor_faults: field(7)?,
+        })
+    }
+
+    /// The time and faults since `earlier`.
+    pub fn since(self, earlier: Self) -> Self {
+        Self {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+            minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
+        }
+    }
+}
