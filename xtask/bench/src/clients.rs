@@ -13,6 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kcache_client_http::{Client, Config, HttpListerWatcher};
 use kcache_informer::{HandlerFuncs, SharedIndexInformer};
+use kcache_store::{Compact as CompactObject, CompactCodec, Object};
 use tokio_util::sync::CancellationToken;
 
 use crate::procfs;
@@ -28,17 +29,26 @@ pub enum ListMode {
     Streaming,
 }
 
+/// What kcache caches: decoded k8s-openapi `Pod`s, or `Compact<Pod>`s (metadata decoded,
+/// the rest compressed; the handler of the bench does not decode them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    Typed,
+    Compact,
+}
+
 /// Which client, and how it runs: on a task of the client process's multi-threaded runtime, or
 /// on a thread of its own with a single-threaded runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Which {
-    /// kcache's informer over client-http; `own_thread`: `run_on_own_thread`; `exact`: exact
-    /// vector capacities.
+    /// kcache's informer over client-http; `lean`: managedFields dropped and exact vector
+    /// capacities (client-http's defaults; off is how kcache decoded before); `own_thread`:
+    /// `run_on_own_thread`.
     Kcache {
+        form: Form,
         list: ListMode,
-        skip_managed_fields: bool,
+        lean: bool,
         own_thread: bool,
-        exact: bool,
     },
     /// kube-runtime's watcher + reflector store; `own_thread`: polled on a thread of its own.
     KubeRs { list: ListMode, own_thread: bool },
@@ -52,18 +62,19 @@ pub struct Row {
     pub which: Which,
 }
 
+use Form::{Compact, Typed};
 use ListMode::{Paginated, Streaming};
 
 const fn kube(list: ListMode, own_thread: bool) -> Which {
     Which::KubeRs { list, own_thread }
 }
 
-const fn kcache(list: ListMode, skip_managed_fields: bool, own_thread: bool, exact: bool) -> Which {
+const fn kcache(form: Form, list: ListMode, lean: bool, own_thread: bool) -> Which {
     Which::Kcache {
+        form,
         list,
-        skip_managed_fields,
+        lean,
         own_thread,
-        exact,
     }
 }
 
@@ -74,16 +85,66 @@ const fn row(key: &'static str, label: &'static str, which: Which) -> Row {
 /// Every row, in the table's order; the first is the one the ratios are taken against. One line
 /// adds a row.
 pub const ROWS: &[Row] = &[
-    row("kube-rs", "kube-rs, paginated (its default)", kube(Paginated, false)),
-    row("kube-rs-stream", "kube-rs, streaming list", kube(Streaming, false)),
-    row("kube-rs-thread", "kube-rs, paginated, own thread", kube(Paginated, true)),
-    row("kube-rs-stream-thread", "kube-rs, streaming, own thread", kube(Streaming, true)),
-    row("kcache-paged", "kcache, paginated", kcache(Paginated, false, false, false)),
-    row("kcache", "kcache, streaming (its default)", kcache(Streaming, false, false, false)),
-    row("kcache-thread", "kcache, streaming, own thread", kcache(Streaming, false, true, false)),
-    row("skipped-thread", "kcache, managedFields skipped, own thread", kcache(Streaming, true, true, false)),
-    row("exact-thread", "kcache, exact capacities, own thread", kcache(Streaming, false, true, true)),
-    row("lean-thread", "kcache, skipped + exact, own thread", kcache(Streaming, true, true, true)),
+    row(
+        "kube-rs",
+        "kube-rs, paginated (its default)",
+        kube(Paginated, false),
+    ),
+    row(
+        "kube-rs-stream",
+        "kube-rs, streaming list",
+        kube(Streaming, false),
+    ),
+    row(
+        "kube-rs-thread",
+        "kube-rs, paginated, own thread",
+        kube(Paginated, true),
+    ),
+    row(
+        "kube-rs-stream-thread",
+        "kube-rs, streaming, own thread",
+        kube(Streaming, true),
+    ),
+    row(
+        "kcache",
+        "kcache Pod, defaults (streaming, run)",
+        kcache(Typed, Streaming, true, false),
+    ),
+    row(
+        "kcache-paged",
+        "kcache Pod, paginated",
+        kcache(Typed, Paginated, true, false),
+    ),
+    row(
+        "kcache-thread",
+        "kcache Pod, run_on_own_thread",
+        kcache(Typed, Streaming, true, true),
+    ),
+    row(
+        "kcache-paged-thread",
+        "kcache Pod, paginated, own thread",
+        kcache(Typed, Paginated, true, true),
+    ),
+    row(
+        "kcache-full",
+        "kcache Pod, managedFields kept, grown capacities",
+        kcache(Typed, Streaming, false, false),
+    ),
+    row(
+        "compact",
+        "kcache Compact<Pod> (streaming, run)",
+        kcache(Compact, Streaming, true, false),
+    ),
+    row(
+        "compact-paged",
+        "kcache Compact<Pod>, paginated",
+        kcache(Compact, Paginated, true, false),
+    ),
+    row(
+        "compact-thread",
+        "kcache Compact<Pod>, own thread",
+        kcache(Compact, Streaming, true, true),
+    ),
 ];
 
 /// The row named `key`.
@@ -151,48 +212,29 @@ pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
     let cancel = CancellationToken::new();
     match which {
         Which::Kcache {
+            form,
             list,
-            skip_managed_fields,
+            lean,
             own_thread,
-            exact,
         } => {
             let client = Client::new(Config::new(url.parse()?))?;
-            let lw = HttpListerWatcher::<Pod>::typed(client)
-                .all_namespaces()
-                .skip_managed_fields(skip_managed_fields)
-                .exact_capacities(exact)
-                .build();
-            let informer = SharedIndexInformer::new(Arc::new(lw), Duration::ZERO);
-            informer.set_reflector_options(move |b| b.use_watch_list(list == Streaming))?;
-            let count = Arc::clone(&seen);
-            informer.add_event_handler(HandlerFuncs::new().on_updated(
-                move |_: &Arc<Pod>, _: &Arc<Pod>| {
-                    count.fetch_add(1, Ordering::Relaxed);
-                },
-            ))?;
-            let runner = informer.clone();
-            let stop = cancel.clone();
-            let task = tokio::spawn(async move {
-                let result = if own_thread {
-                    runner.run_on_own_thread(stop).await
-                } else {
-                    runner.run(stop).await
-                };
-                if let Err(e) = result {
-                    eprintln!("kcache informer: {e}");
+            match form {
+                Typed => {
+                    let lw = HttpListerWatcher::<Pod>::typed(client)
+                        .all_namespaces()
+                        .skip_managed_fields(lean)
+                        .exact_capacities(lean)
+                        .build();
+                    start_kcache(lw, list, own_thread, seen, cancel).await
                 }
-            });
-            let synced = informer.clone();
-            wait_for("kcache sync", Duration::from_secs(600), move || {
-                synced.has_synced()
-            })
-            .await?;
-            Ok(Running {
-                cached: Box::new(move || informer.indexer().len()),
-                seen,
-                cancel,
-                task,
-            })
+                Compact => {
+                    let lw = HttpListerWatcher::<CompactObject<Pod>>::compact_typed(client)
+                        .all_namespaces()
+                        .codec(CompactCodec::new().keep_managed_fields(!lean))
+                        .build();
+                    start_kcache(lw, list, own_thread, seen, cancel).await
+                }
+            }
         }
         Which::KubeRs { list, own_thread } => {
             let client = kube::Client::try_from(kube::Config::new(url.parse()?))?;
@@ -234,6 +276,47 @@ pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
             })
         }
     }
+}
+
+/// Starts kcache's informer over `lw` and returns once it has synced.
+async fn start_kcache<T: Object + serde::de::DeserializeOwned>(
+    lw: HttpListerWatcher<T>,
+    list: ListMode,
+    own_thread: bool,
+    seen: Arc<AtomicUsize>,
+    cancel: CancellationToken,
+) -> Result<Running, BoxError> {
+    let informer = SharedIndexInformer::new(Arc::new(lw), Duration::ZERO);
+    informer.set_reflector_options(move |b| b.use_watch_list(list == Streaming))?;
+    let count = Arc::clone(&seen);
+    informer.add_event_handler(
+        HandlerFuncs::new().on_updated(move |_: &Arc<T>, _: &Arc<T>| {
+            count.fetch_add(1, Ordering::Relaxed);
+        }),
+    )?;
+    let runner = informer.clone();
+    let stop = cancel.clone();
+    let task = tokio::spawn(async move {
+        let result = if own_thread {
+            runner.run_on_own_thread(stop).await
+        } else {
+            runner.run(stop).await
+        };
+        if let Err(e) = result {
+            eprintln!("kcache informer: {e}");
+        }
+    });
+    let synced = informer.clone();
+    wait_for("kcache sync", Duration::from_secs(600), move || {
+        synced.has_synced()
+    })
+    .await?;
+    Ok(Running {
+        cached: Box::new(move || informer.indexer().len()),
+        seen,
+        cancel,
+        task,
+    })
 }
 
 /// What one timed run measured, in a plain process.

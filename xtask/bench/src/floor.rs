@@ -104,7 +104,10 @@ pub fn bytes(seed: u64, count: usize) -> Result<Bytes, serde_json::Error> {
 impl Bytes {
     /// The `floor-bytes ...` line the counting process prints.
     pub fn to_line(&self) -> String {
-        format!("floor-bytes {} {}", self.decoded_per_pod, self.exact_per_pod)
+        format!(
+            "floor-bytes {} {}",
+            self.decoded_per_pod, self.exact_per_pod
+        )
     }
 
     /// Parses a `floor-bytes ...` line.

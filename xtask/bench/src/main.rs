@@ -148,12 +148,15 @@ fn counted_program() -> Result<PathBuf, BoxError> {
 
 /// Runs a counting child to its end and returns its last line.
 async fn counting_child(program: &Path, args: &[&str]) -> Result<String, BoxError> {
+    // Not `output()`, which would capture the child's progress lines on stderr too.
     let out = tokio::process::Command::new(program)
         .args(args)
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
-        .output()
+        .spawn()?
+        .wait_with_output()
         .await?;
     if !out.status.success() {
         return Err(format!("kcache-bench-counted {args:?} failed ({})", out.status).into());
@@ -331,6 +334,10 @@ async fn bench(args: &cli::Args) -> Result<(), BoxError> {
                 )
                 .await?,
             )?;
+            // The counting client's watch must be gone before the timed client's is waited for.
+            if !server.wait_no_watchers(Duration::from_secs(10)).await? {
+                return Err("the counting client's watch is still open on the server".into());
+            }
             let (timed, server_cpu) =
                 timed_child(row, &mut server, args.pods, args.updates).await?;
             server.quit().await;

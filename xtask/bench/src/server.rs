@@ -8,9 +8,9 @@
 
 use std::process::Stdio;
 
+use kcache_testing::workload::{self, PodGenerator};
 use kcache_testing_server::FakeApiServer;
 use kcache_testing_server::fake_api_server::ServedResource;
-use kcache_testing::workload::{self, PodGenerator};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -20,7 +20,8 @@ pub const NAMESPACES: usize = 20;
 /// `serve` mode: start the server with `pods` pods, print its URL, then obey commands:
 /// `prepare N` (pause the watches, make N pod updates; answered with `prepared <rv>`),
 /// `release` (resume the watches: the burst begins; answered with `released`), `cpu` (answered
-/// with `cpu <user s> <system s>`, this process's CPU time so far) and `quit`.
+/// with `cpu <user s> <system s>`, this process's CPU time so far), `watchers` (answered with
+/// `watchers N`, the open watches) and `quit`.
 pub async fn serve(
     pods: usize,
     updates: usize,
@@ -104,6 +105,11 @@ pub async fn serve(
                     .as_bytes(),
                 )
                 .await?;
+                out.flush().await?;
+            }
+            (Some("watchers"), _) => {
+                let n = server.watcher_count(&resource);
+                out.write_all(format!("watchers {n}\n").as_bytes()).await?;
                 out.flush().await?;
             }
             (Some("quit"), _) | (None, _) => break,
@@ -202,6 +208,25 @@ impl Server {
                 Ok(std::time::Duration::from_secs_f64(user + system))
             }
             _ => Err(format!("unexpected {reply:?}").into()),
+        }
+    }
+
+    /// Waits until no watch is open (a client that exited has been noticed), for at most
+    /// `limit`; false if one still is.
+    pub async fn wait_no_watchers(
+        &mut self,
+        limit: std::time::Duration,
+    ) -> Result<bool, Box<dyn std::error::Error>> {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let reply = self.command("watchers").await?;
+            if reply == "watchers 0" {
+                return Ok(true);
+            }
+            if std::time::Instant::now() > deadline {
+                return Ok(false);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
 

@@ -1,0 +1,224 @@
+//! What reading a synced cache costs: a lister `get` by namespace and name, a `list` of every
+//! object and a `list` of one namespace, on 20,000 realistic pods, kcache's [`Lister`] (and its
+//! cache's `get_by_key`) against kube-rs's reflector [`Store`] (`get` by `ObjectRef`, `state`,
+//! `state_filter`), which has no namespace index.
+//!
+//! `cargo bench --manifest-path xtask/bench/Cargo.toml --bench lister`
+//!
+//! kcache's side is generic over the cached object type ([`kcache`]): another form of the same
+//! pods is one more call in [`benches`].
+
+use std::error::Error;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use k8s_openapi::api::core::v1::Pod;
+use kcache_store::{Cache, Compact, CompactCodec, Indexers, Lister, Object, Selector, Store};
+use kube::runtime::reflector::{ObjectRef, Store as KubeStore};
+use kube::runtime::watcher::Event;
+
+/// Pods in the cache, spread over this many namespaces, from this seed (the `xtask bench`
+/// workload).
+const PODS: usize = 20_000;
+const NAMESPACES: usize = 20;
+const SEED: u64 = 7;
+/// How many different keys the `get` benches cycle through.
+const KEYS: usize = 1_000;
+/// The namespace the per-namespace lists read (a twentieth of the pods).
+const NAMESPACE: &str = "ns-3";
+
+/// The workload's pods decoded as k8s-openapi `Pod`s (each `DynamicObject` through
+/// `serde_json`).
+fn typed_pods() -> Result<Vec<Pod>, Box<dyn Error>> {
+    kcache_testing::workload::pods(SEED, PODS, NAMESPACES)
+        .into_iter()
+        .map(|o| Ok(serde_json::from_value(serde_json::to_value(o)?)?))
+        .collect()
+}
+
+/// `(namespace, name)` of every `PODS / KEYS`-th pod.
+fn keys(pods: &[Pod]) -> Vec<(String, String)> {
+    pods.iter()
+        .step_by((PODS / KEYS).max(1))
+        .map(|p| {
+            (
+                p.metadata.namespace.clone().unwrap_or_default(),
+                p.metadata.name.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// kcache's lister over `objects`, cached as `form` (`typed`, ...), in a cache with the
+/// namespace index every informer's lister uses.
+fn kcache<T: Object>(
+    c: &mut Criterion,
+    form: &str,
+    objects: Vec<T>,
+    keys: &[(String, String)],
+) -> Result<(), Box<dyn Error>> {
+    let cache = Arc::new(Cache::with_indexers(Indexers::new().with_namespace()));
+    for o in objects {
+        cache.add(Arc::new(o))?;
+    }
+    let lister = Lister::new(cache.clone());
+    let store_keys: Vec<String> = keys.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
+    let everything = Selector::everything();
+
+    let mut i = 0;
+    c.bench_function(
+        &format!("get/kcache {form}: lister.namespace(ns).get(name)"),
+        |b| {
+            b.iter(|| {
+                i = (i + 1) % keys.len();
+                let (ns, name) = &keys[i];
+                black_box(lister.namespace(ns).get(name))
+            });
+        },
+    );
+    let mut i = 0;
+    c.bench_function(
+        &format!("get/kcache {form}: cache.get_by_key(\"ns/name\")"),
+        |b| {
+            b.iter(|| {
+                i = (i + 1) % store_keys.len();
+                black_box(cache.get_by_key(&store_keys[i]))
+            });
+        },
+    );
+    c.bench_function(
+        &format!("list all/kcache {form}: lister.list(everything)"),
+        |b| {
+            b.iter(|| black_box(lister.list(&everything)));
+        },
+    );
+    c.bench_function(
+        &format!("list namespace/kcache {form}: lister.namespace(ns).list(everything)"),
+        |b| b.iter(|| black_box(lister.namespace(NAMESPACE).list(&everything))),
+    );
+    Ok(())
+}
+
+/// What reading a compact pod's fields costs once it is got: its whole `Pod` (`typed()`), one
+/// field beyond metadata (`pointer`), against one `serde_json` decode of the same pod's JSON
+/// (without managedFields, as the compact form holds it).
+fn compact_reads(
+    c: &mut Criterion,
+    codec: &CompactCodec,
+    pods: &[Pod],
+    keys: &[(String, String)],
+) -> Result<(), Box<dyn Error>> {
+    let cache = Arc::new(Cache::with_indexers(Indexers::new().with_namespace()));
+    let mut json = Vec::new();
+    for p in pods.iter().step_by((PODS / KEYS).max(1)) {
+        let mut p = p.clone();
+        p.metadata.managed_fields = None;
+        json.push(serde_json::to_vec(&p)?);
+    }
+    for p in pods {
+        cache.add(Arc::new(codec.encode_typed(p)?))?;
+    }
+    let lister = Lister::new(cache);
+    let mut i = 0;
+    c.bench_function("get+decode/kcache compact: lister get, then typed()", |b| {
+        b.iter(|| {
+            i = (i + 1) % keys.len();
+            let (ns, name) = &keys[i];
+            black_box(lister.namespace(ns).get(name).map(|p| p.typed()))
+        });
+    });
+    let mut i = 0;
+    c.bench_function(
+        "get+decode/kcache compact: lister get, then pointer(\"/spec/nodeName\")",
+        |b| {
+            b.iter(|| {
+                i = (i + 1) % keys.len();
+                let (ns, name) = &keys[i];
+                black_box(
+                    lister
+                        .namespace(ns)
+                        .get(name)
+                        .map(|p| p.pointer("/spec/nodeName")),
+                )
+            });
+        },
+    );
+    let mut i = 0;
+    c.bench_function(
+        "get+decode/baseline: serde_json::from_slice::<Pod> of the same pod",
+        |b| {
+            b.iter(|| {
+                i = (i + 1) % json.len();
+                black_box(serde_json::from_slice::<Pod>(&json[i]))
+            });
+        },
+    );
+    Ok(())
+}
+
+/// kube-rs's reflector store over `pods`, filled as its watcher fills it.
+fn kube_rs(c: &mut Criterion, pods: Vec<Pod>, keys: &[(String, String)]) {
+    let (store, mut writer): (KubeStore<Pod>, _) = kube::runtime::reflector::store();
+    writer.apply_watcher_event(&Event::Init);
+    for p in pods {
+        writer.apply_watcher_event(&Event::InitApply(p));
+    }
+    writer.apply_watcher_event(&Event::InitDone);
+
+    let mut i = 0;
+    c.bench_function(
+        "get/kube-rs: store.get(ObjectRef::new(name).within(ns))",
+        |b| {
+            b.iter(|| {
+                i = (i + 1) % keys.len();
+                let (ns, name) = &keys[i];
+                black_box(store.get(&ObjectRef::new(name).within(ns)))
+            });
+        },
+    );
+    c.bench_function("list all/kube-rs: store.state()", |b| {
+        b.iter(|| black_box(store.state()));
+    });
+    c.bench_function(
+        "list namespace/kube-rs: store.state_filter(namespace)",
+        |b| {
+            b.iter(|| {
+                black_box(
+                    store.state_filter(|p| p.metadata.namespace.as_deref() == Some(NAMESPACE)),
+                )
+            });
+        },
+    );
+}
+
+fn benches(c: &mut Criterion) {
+    let run = |c: &mut Criterion| -> Result<(), Box<dyn Error>> {
+        let pods = typed_pods()?;
+        let keys = keys(&pods);
+        let codec = CompactCodec::new();
+        let compact = pods
+            .iter()
+            .map(|p| codec.encode_typed(p))
+            .collect::<Result<Vec<Compact<Pod>>, _>>()?;
+        kcache(c, "typed", pods.clone(), &keys)?;
+        kcache(c, "compact", compact, &keys)?;
+        compact_reads(c, &codec, &pods, &keys)?;
+        kube_rs(c, pods, &keys);
+        Ok(())
+    };
+    if let Err(e) = run(c) {
+        eprintln!("lister bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+criterion_group! {
+    name = lister;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    targets = benches
+}
+criterion_main!(lister);
