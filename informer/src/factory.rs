@@ -86,14 +86,15 @@ impl InformerFactory {
         informer
     }
 
-    /// Runs every informer not yet started until `cancel` fires, all on the caller's task.
-    /// Informers requested later need another call.
+    /// Runs every informer not yet started until `cancel` fires, each with
+    /// [`SharedIndexInformer::run`]: on a thread of its own on a multi-threaded runtime, on the
+    /// caller's task on a current-thread one. Informers requested later need another call.
     pub async fn run(&self, cancel: CancellationToken) {
         self.run_all(cancel, false).await;
     }
 
-    /// [`run`](Self::run), with each informer on a thread of its own
-    /// ([`SharedIndexInformer::run_on_own_thread`], the fast way on a multi-threaded runtime).
+    /// [`run`](Self::run), with each informer on a thread of its own whatever the runtime
+    /// ([`SharedIndexInformer::run_on_own_thread`]).
     pub async fn run_on_own_threads(&self, cancel: CancellationToken) {
         self.run_all(cancel, true).await;
     }

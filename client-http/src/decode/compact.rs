@@ -3,8 +3,10 @@
 //!
 //! A lister-watcher built with [`HttpListerWatcher::compact`](crate::HttpListerWatcher::compact)
 //! holds an [`ObjectFn`] around one shared codec, so its list and its watches compress against
-//! the same dictionary. A watch line is read as an envelope first (`type` and the object's
-//! text, borrowed), then the object's text goes to the codec.
+//! the same dictionary. A watch line as the API server writes it (`{"type":"MODIFIED","object":`
+//! ... `}`) has its object's text cut out without a scan and given to the codec, whose one
+//! pass validates it; any other line is read as an envelope first (`type` and the object's
+//! text, borrowed).
 
 use std::sync::Arc;
 
@@ -32,12 +34,42 @@ struct Envelope<'a> {
     object: &'a RawValue,
 }
 
+/// Makes a watch event of one kind around its object.
+type MakeEvent<T> = fn(T) -> WatchEvent<T>;
+
+/// The kind and the object's text of a line written exactly as the API server writes one:
+/// `{"type":"ADDED","object":` OBJECT `}`. Whether OBJECT is one JSON value is not checked
+/// here: the codec's decode fails if it is not (it rejects trailing text), and the line is then
+/// read the careful way. When it is, the line is that two-member object, so the careful way
+/// would have found the same kind and text.
+fn as_written<T>(line: &[u8]) -> Option<(MakeEvent<T>, &str)> {
+    let text = std::str::from_utf8(line).ok()?.trim_ascii();
+    let rest = text.strip_prefix(r#"{"type":""#)?;
+    let (make, rest): (MakeEvent<T>, &str) =
+        if let Some(rest) = rest.strip_prefix(r#"MODIFIED","object":"#) {
+            (WatchEvent::Modified, rest)
+        } else if let Some(rest) = rest.strip_prefix(r#"ADDED","object":"#) {
+            (WatchEvent::Added, rest)
+        } else if let Some(rest) = rest.strip_prefix(r#"DELETED","object":"#) {
+            (WatchEvent::Deleted, rest)
+        } else {
+            return None;
+        };
+    let object = rest.strip_suffix('}')?;
+    object.starts_with('{').then_some((make, object))
+}
+
 /// Decodes one watch line, building `ADDED`, `MODIFIED` and `DELETED` objects with `objects`;
 /// bookmarks and errors are decoded as usual.
 pub(crate) fn decode_event<T: DeserializeOwned>(
     objects: &ObjectFn<T>,
     line: &[u8],
 ) -> Result<WatchEvent<T>, Error> {
+    if let Some((make, object)) = as_written::<T>(line)
+        && let Ok(o) = objects(object)
+    {
+        return Ok(make(o));
+    }
     let envelope = std::str::from_utf8(line)
         .ok()
         .and_then(|text| serde_json::from_str::<Envelope<'_>>(text).ok());
@@ -45,7 +77,7 @@ pub(crate) fn decode_event<T: DeserializeOwned>(
         // Not UTF-8, not JSON or no object: the usual decode reports it.
         return WatchEvent::<T>::from_json(line);
     };
-    let make: fn(T) -> WatchEvent<T> = match &*envelope.kind {
+    let make: MakeEvent<T> = match &*envelope.kind {
         "ADDED" => WatchEvent::Added,
         "MODIFIED" => WatchEvent::Modified,
         "DELETED" => WatchEvent::Deleted,
@@ -80,6 +112,27 @@ mod tests {
             o.json().unwrap(),
             r#"{"metadata":{"name":"a","resourceVersion":"3"},"spec":{"x":1}}"#
         );
+    }
+
+    #[test]
+    fn lines_not_as_the_server_writes_them_take_the_careful_way() {
+        let spaced = decode(
+            r#" { "object" : {"metadata":{"name":"a","resourceVersion":"3"}} , "type" : "ADDED" } "#,
+        )
+        .unwrap();
+        assert!(matches!(spaced, WatchEvent::Added(o) if o.name() == Some("a")));
+        // Cut as the server writes a line, the "object" would be `{...},"extra":1`: not one
+        // value, so the envelope is read instead, and the extra member ignored.
+        let extra = decode(
+            r#"{"type":"MODIFIED","object":{"metadata":{"name":"b","resourceVersion":"4"}},"extra":1}"#,
+        )
+        .unwrap();
+        assert!(matches!(extra, WatchEvent::Modified(o) if o.name() == Some("b")));
+        let deleted = decode(
+            r#"{"type":"DELETED","object":{"metadata":{"name":"e","resourceVersion":"5"}}}"#,
+        )
+        .unwrap();
+        assert!(matches!(deleted, WatchEvent::Deleted(o) if o.name() == Some("e")));
     }
 
     #[test]

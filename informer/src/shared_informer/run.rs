@@ -18,8 +18,39 @@ use super::{Inner, QueueKind, SharedIndexInformer};
 impl<T: Object> SharedIndexInformer<T> {
     /// Lists, watches and dispatches until `cancel` fires, then stops every handler.
     ///
+    /// On a multi-threaded tokio runtime the informer runs on a thread of its own, as
+    /// [`run_on_own_thread`](Self::run_on_own_thread) explains: that is the fastest and leanest
+    /// way there (`cargo xtask bench` measures both). On a current-thread runtime (tokio's
+    /// default for `#[tokio::test]`, and the one whose clock tests can pause) it runs on the
+    /// caller's task, as [`run_inline`](Self::run_inline). Handlers run on their own threads
+    /// either way.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::AlreadyStarted`] on a second call; [`Error::Thread`] as
+    /// [`run_on_own_thread`](Self::run_on_own_thread).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`run_inline`](Self::run_inline) on a current-thread runtime, as
+    /// [`run_on_own_thread`](Self::run_on_own_thread) on a multi-threaded one.
+    pub async fn run(&self, cancel: CancellationToken) -> Result<()> {
+        let multi_threaded = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread);
+        if multi_threaded {
+            self.run_on_own_thread(cancel).await
+        } else {
+            self.run_inline(cancel).await
+        }
+    }
+
+    /// Lists, watches and dispatches on the caller's task until `cancel` fires, then stops
+    /// every handler.
+    ///
     /// One future drives everything (reflector, queue processing, sync tracking); poll it on
-    /// the task of your choice. Handlers run on their own threads.
+    /// the task of your choice. Handlers run on their own threads. On a multi-threaded runtime
+    /// the future moves between worker threads, which costs throughput and memory (see
+    /// [`run_on_own_thread`](Self::run_on_own_thread)); [`run`](Self::run) picks for you.
     ///
     /// # Errors
     ///
@@ -29,18 +60,19 @@ impl<T: Object> SharedIndexInformer<T> {
     ///
     /// Dropping the future stops the informer as cancelling does, except that handler threads
     /// are left to finish their current event on their own.
-    pub async fn run(&self, cancel: CancellationToken) -> Result<()> {
+    pub async fn run_inline(&self, cancel: CancellationToken) -> Result<()> {
         let (reflect, process) = self.run_parts(cancel)?;
         tokio::join!(reflect, process);
         Ok(())
     }
 
-    /// [`run`](Self::run) on a thread of its own with a single-threaded tokio runtime: listing,
+    /// [`run_inline`](Self::run_inline) on a thread of its own with a single-threaded tokio runtime: listing,
     /// watching, decoding, cache updates and dispatch all happen on that one thread (handlers
     /// keep their own threads). Returns once the informer has stopped.
     ///
-    /// This is the fast way to run an informer on a multi-threaded runtime. There the future of
-    /// [`run`](Self::run) moves between worker threads, so objects are decoded on one thread
+    /// This is the fast way to run an informer on a multi-threaded runtime, and what
+    /// [`run`](Self::run) does there. There the future of
+    /// [`run_inline`](Self::run_inline) moves between worker threads, so objects are decoded on one thread
     /// and freed (when replaced or deleted) on another, and common allocators free memory from
     /// a foreign thread far more slowly: glibc's malloc locks the other thread's arena for every
     /// chunk. On its own thread the informer allocates and frees in one place (handler threads
@@ -51,8 +83,8 @@ impl<T: Object> SharedIndexInformer<T> {
     /// informer stops they close, and other users of a shared client (an HTTP/2 connection is
     /// shared) reconnect: their watches resume from their last resource version. Its futures
     /// must not depend on the caller's runtime; client-http's and the fakes in kcache-testing
-    /// do not. Tokio's paused test clock does not reach the thread: tests that pause time use
-    /// [`run`](Self::run).
+    /// do not. Tokio's paused test clock does not reach the thread: tests that pause time run
+    /// on a current-thread runtime, where [`run`](Self::run) stays on the caller's task.
     ///
     /// ```
     /// # use std::{sync::Arc, time::Duration};
@@ -79,7 +111,7 @@ impl<T: Object> SharedIndexInformer<T> {
     ///
     /// # Errors
     ///
-    /// As [`run`](Self::run); [`Error::Thread`] if the thread or its runtime cannot be made, or
+    /// As [`run_inline`](Self::run_inline); [`Error::Thread`] if the thread or its runtime cannot be made, or
     /// if the thread dies.
     ///
     /// # Cancel safety
@@ -112,10 +144,10 @@ impl<T: Object> SharedIndexInformer<T> {
         }
     }
 
-    /// [`run`](Self::run) as two futures, to poll on two tasks so that listing, watching and
+    /// [`run_inline`](Self::run_inline) as two futures, to poll on two tasks so that listing, watching and
     /// decoding (the first) run beside cache updates and dispatch (the second) on another core.
     /// Objects are then decoded on one thread and freed on another; with glibc's malloc that
-    /// measured no faster than [`run`](Self::run) (`cargo xtask bench`), and
+    /// measured no faster than [`run_inline`](Self::run_inline) (`cargo xtask bench`), and
     /// [`run_on_own_thread`](Self::run_on_own_thread) is the fast way:
     ///
     /// ```

@@ -398,3 +398,83 @@ async fn run_on_own_thread_behaves_like_run() {
     assert!(inf.is_stopped());
     assert!(reg.is_closed());
 }
+
+/// A lister-watcher that notes the name of the thread each request comes from.
+struct NotesThreads {
+    fake: kcache_testing::FakeListerWatcher<DynamicObject>,
+    threads: Arc<std::sync::Mutex<Vec<Option<String>>>>,
+}
+
+impl NotesThreads {
+    fn note(&self) {
+        let name = std::thread::current().name().map(str::to_owned);
+        self.threads.lock().unwrap().push(name);
+    }
+}
+
+#[async_trait::async_trait]
+impl kcache_reflector::ListerWatcher<DynamicObject> for NotesThreads {
+    async fn list(
+        &self,
+        opts: &kcache_reflector::ListOptions,
+    ) -> Result<kcache_reflector::ObjectList<DynamicObject>, kcache_reflector::Error> {
+        self.note();
+        self.fake.list(opts).await
+    }
+
+    async fn watch(
+        &self,
+        opts: &kcache_reflector::ListOptions,
+    ) -> Result<kcache_reflector::WatchStream<DynamicObject>, kcache_reflector::Error> {
+        self.note();
+        self.fake.watch(opts).await
+    }
+}
+
+/// Runs an informer with `run` on the current runtime until it has synced, and returns the
+/// names of the threads its lister-watcher was called from.
+async fn threads_run_uses() -> Vec<Option<String>> {
+    let fake = kcache_testing::FakeListerWatcher::<DynamicObject>::new();
+    fake.handle().add(pod("ns", "a"));
+    let threads = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let lw = NotesThreads {
+        fake,
+        threads: Arc::clone(&threads),
+    };
+    let inf = SharedIndexInformer::new(Arc::new(lw), Duration::ZERO);
+    let cancel = CancellationToken::new();
+    let running = tokio::spawn({
+        let (inf, cancel) = (inf.clone(), cancel.clone());
+        async move { inf.run(cancel).await }
+    });
+    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced()]).await);
+    assert_eq!(inf.indexer().len(), 1);
+    cancel.cancel();
+    running.await.unwrap().unwrap();
+    assert!(inf.is_stopped());
+    let seen = threads.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "the informer listed");
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_takes_a_thread_of_its_own_on_a_multi_threaded_runtime() {
+    let threads = threads_run_uses().await;
+    assert!(
+        threads
+            .iter()
+            .all(|t| t.as_deref() == Some("kcache-informer")),
+        "{threads:?}"
+    );
+}
+
+#[tokio::test]
+async fn run_stays_on_the_callers_task_on_a_current_thread_runtime() {
+    let threads = threads_run_uses().await;
+    assert!(
+        threads
+            .iter()
+            .all(|t| t.as_deref() != Some("kcache-informer")),
+        "{threads:?}"
+    );
+}

@@ -81,16 +81,22 @@ impl<T: Object> Reflector<T> {
         for d in &list.skipped {
             self.reporter.decode(d);
         }
-        let items: Vec<Arc<T>> = self
-            .named(list.items)
-            .into_iter()
-            .map(|o| self.prepare(o))
-            .collect();
         self.store
-            .replace(items, &list.resource_version)
+            .replace(list.items, &list.resource_version)
             .map_err(Error::Store)?;
         self.set_last_sync_rv(&list.resource_version);
         Ok(true)
+    }
+
+    /// Adds a page's objects to `into`, each in the `Arc` the store will keep (after the
+    /// transform), so that the objects of earlier pages are not held twice while later ones
+    /// arrive.
+    fn take_page(&self, page: ObjectList<T>, into: &mut Listed<T>) {
+        into.items.reserve(page.items.len());
+        into.items
+            .extend(self.named(page.items).into_iter().map(|o| self.prepare(o)));
+        into.skipped.extend(page.skipped);
+        into.resource_version = page.resource_version;
     }
 
     /// client-go's pager: follows continue tokens, clears the RV on later pages, and after an
@@ -100,13 +106,13 @@ impl<T: Object> Reflector<T> {
         &self,
         mut opts: ListOptions,
         page_size: i64,
-    ) -> Result<(ObjectList<T>, bool), Error> {
+    ) -> Result<(Listed<T>, bool), Error> {
         if opts.limit.unwrap_or(0) == 0 {
             opts.limit = (page_size > 0).then_some(page_size);
         }
         let requested_rv = opts.resource_version.clone();
         let requested_rvm = opts.resource_version_match;
-        let mut acc: Option<ObjectList<T>> = None;
+        let mut acc = Listed::default();
         let mut paginated = false;
         let mut tokens = HashSet::new();
         loop {
@@ -124,27 +130,19 @@ impl<T: Object> Reflector<T> {
                     opts.continue_token.clear();
                     opts.resource_version = requested_rv;
                     opts.resource_version_match = requested_rvm;
-                    return Ok((self.lw.list(&opts).await?, paginated));
+                    let mut all = Listed::default();
+                    // The pages taken so far are dropped first: this list brings them again.
+                    drop(acc);
+                    self.take_page(self.lw.list(&opts).await?, &mut all);
+                    return Ok((all, paginated));
                 }
                 Err(e) => return Err(e),
             };
             let next = page.next_page_token().map(str::to_owned);
-            let page = match acc.take() {
-                None => page,
-                Some(mut all) => {
-                    all.items.extend(page.items);
-                    all.skipped.extend(page.skipped);
-                    all
-                }
-            };
+            self.take_page(page, &mut acc);
             match next {
-                None => {
-                    let mut page = page;
-                    page.continue_token = None;
-                    return Ok((page, paginated));
-                }
+                None => return Ok((acc, paginated)),
                 Some(token) => {
-                    acc = Some(page);
                     if !tokens.insert(token.clone()) {
                         return Err(Error::Limit(format!(
                             "the server repeated the continue token of an earlier page (after {} pages)",
@@ -157,6 +155,24 @@ impl<T: Object> Reflector<T> {
                     paginated = true;
                 }
             }
+        }
+    }
+}
+
+/// A whole list as the pager gathered it: the objects in their `Arc`s, the resource version of
+/// the last page, and the items that could not be decoded.
+struct Listed<T> {
+    items: Vec<Arc<T>>,
+    resource_version: String,
+    skipped: Vec<DecodeError>,
+}
+
+impl<T> Default for Listed<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            resource_version: String::new(),
+            skipped: Vec::new(),
         }
     }
 }

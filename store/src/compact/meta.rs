@@ -20,12 +20,35 @@ pub(crate) struct CompactMeta {
     pub(crate) being_deleted: bool,
 }
 
-/// The object's top level: only `metadata` is looked at, as borrowed text; every other field
-/// is scanned past without being built.
+/// The object's top level: only `metadata` is decoded, in the same pass; every other field is
+/// scanned past without being built.
 #[derive(Deserialize)]
 struct Top<'a> {
     #[serde(default, borrow)]
-    metadata: Option<&'a RawValue>,
+    metadata: Option<OnlyMap<WireMeta<'a>>>,
+}
+
+/// `T` decoded from a JSON object only: serde's derived structs also accept arrays, and a
+/// Kubernetes object's metadata is a JSON object.
+struct OnlyMap<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OnlyMap<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visit<T> {
+            type Value = OnlyMap<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(OnlyMap)
+            }
+        }
+        deserializer.deserialize_map(Visit(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize)]
@@ -63,16 +86,9 @@ pub(crate) fn read_meta(
     if !json.trim_start().starts_with('{') {
         return Err(not_an_object());
     }
-    let Some(raw) = top.metadata else {
+    let Some(OnlyMap(wire)) = top.metadata else {
         return Ok((CompactMeta::default(), None));
     };
-    if raw.get() == "null" {
-        return Ok((CompactMeta::default(), None));
-    }
-    if !raw.get().starts_with('{') {
-        return Err(not_an_object());
-    }
-    let wire: WireMeta<'_> = serde_json::from_str(raw.get())?;
     let managed = wire.managed_fields.map(|v| span_in(json, v.get()));
     let meta = CompactMeta {
         name: wire.name,

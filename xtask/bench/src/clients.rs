@@ -42,13 +42,14 @@ pub enum Form {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Which {
     /// kcache's informer over client-http; `lean`: managedFields dropped and exact vector
-    /// capacities (client-http's defaults; off is how kcache decoded before); `own_thread`:
-    /// `run_on_own_thread`.
+    /// capacities (client-http's defaults; off is how kcache decoded before); `inline`:
+    /// `run_inline` (on a task of the client's multi-threaded runtime) instead of `run` (which
+    /// there takes a thread of its own).
     Kcache {
         form: Form,
         list: ListMode,
         lean: bool,
-        own_thread: bool,
+        inline: bool,
     },
     /// kube-runtime's watcher + reflector store; `own_thread`: polled on a thread of its own.
     KubeRs { list: ListMode, own_thread: bool },
@@ -69,12 +70,12 @@ const fn kube(list: ListMode, own_thread: bool) -> Which {
     Which::KubeRs { list, own_thread }
 }
 
-const fn kcache(form: Form, list: ListMode, lean: bool, own_thread: bool) -> Which {
+const fn kcache(form: Form, list: ListMode, lean: bool, inline: bool) -> Which {
     Which::Kcache {
         form,
         list,
         lean,
-        own_thread,
+        inline,
     }
 }
 
@@ -84,67 +85,19 @@ const fn row(key: &'static str, label: &'static str, which: Which) -> Row {
 
 /// Every row, in the table's order; the first is the one the ratios are taken against. One line
 /// adds a row.
+#[rustfmt::skip]
 pub const ROWS: &[Row] = &[
-    row(
-        "kube-rs",
-        "kube-rs, paginated (its default)",
-        kube(Paginated, false),
-    ),
-    row(
-        "kube-rs-stream",
-        "kube-rs, streaming list",
-        kube(Streaming, false),
-    ),
-    row(
-        "kube-rs-thread",
-        "kube-rs, paginated, own thread",
-        kube(Paginated, true),
-    ),
-    row(
-        "kube-rs-stream-thread",
-        "kube-rs, streaming, own thread",
-        kube(Streaming, true),
-    ),
-    row(
-        "kcache",
-        "kcache Pod, defaults (streaming, run)",
-        kcache(Typed, Streaming, true, false),
-    ),
-    row(
-        "kcache-paged",
-        "kcache Pod, paginated",
-        kcache(Typed, Paginated, true, false),
-    ),
-    row(
-        "kcache-thread",
-        "kcache Pod, run_on_own_thread",
-        kcache(Typed, Streaming, true, true),
-    ),
-    row(
-        "kcache-paged-thread",
-        "kcache Pod, paginated, own thread",
-        kcache(Typed, Paginated, true, true),
-    ),
-    row(
-        "kcache-full",
-        "kcache Pod, managedFields kept, grown capacities",
-        kcache(Typed, Streaming, false, false),
-    ),
-    row(
-        "compact",
-        "kcache Compact<Pod> (streaming, run)",
-        kcache(Compact, Streaming, true, false),
-    ),
-    row(
-        "compact-paged",
-        "kcache Compact<Pod>, paginated",
-        kcache(Compact, Paginated, true, false),
-    ),
-    row(
-        "compact-thread",
-        "kcache Compact<Pod>, own thread",
-        kcache(Compact, Streaming, true, true),
-    ),
+    row("kube-rs", "kube-rs, paginated (its default)", kube(Paginated, false)),
+    row("kube-rs-stream", "kube-rs, streaming list", kube(Streaming, false)),
+    row("kube-rs-thread", "kube-rs, paginated, own thread", kube(Paginated, true)),
+    row("kube-rs-stream-thread", "kube-rs, streaming, own thread", kube(Streaming, true)),
+    row("kcache", "kcache Pod, defaults (streaming, run)", kcache(Typed, Streaming, true, false)),
+    row("kcache-paged", "kcache Pod, paginated", kcache(Typed, Paginated, true, false)),
+    row("kcache-inline", "kcache Pod, run_inline", kcache(Typed, Streaming, true, true)),
+    row("kcache-full", "kcache Pod, managedFields kept, grown capacities", kcache(Typed, Streaming, false, false)),
+    row("compact", "kcache Compact<Pod> (streaming, run)", kcache(Compact, Streaming, true, false)),
+    row("compact-paged", "kcache Compact<Pod>, paginated", kcache(Compact, Paginated, true, false)),
+    row("compact-inline", "kcache Compact<Pod>, run_inline", kcache(Compact, Streaming, true, true)),
 ];
 
 /// The row named `key`.
@@ -215,7 +168,7 @@ pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
             form,
             list,
             lean,
-            own_thread,
+            inline,
         } => {
             let client = Client::new(Config::new(url.parse()?))?;
             match form {
@@ -225,14 +178,14 @@ pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
                         .skip_managed_fields(lean)
                         .exact_capacities(lean)
                         .build();
-                    start_kcache(lw, list, own_thread, seen, cancel).await
+                    start_kcache(lw, list, inline, seen, cancel).await
                 }
                 Compact => {
                     let lw = HttpListerWatcher::<CompactObject<Pod>>::compact_typed(client)
                         .all_namespaces()
                         .codec(CompactCodec::new().keep_managed_fields(!lean))
                         .build();
-                    start_kcache(lw, list, own_thread, seen, cancel).await
+                    start_kcache(lw, list, inline, seen, cancel).await
                 }
             }
         }
@@ -282,7 +235,7 @@ pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
 async fn start_kcache<T: Object + serde::de::DeserializeOwned>(
     lw: HttpListerWatcher<T>,
     list: ListMode,
-    own_thread: bool,
+    inline: bool,
     seen: Arc<AtomicUsize>,
     cancel: CancellationToken,
 ) -> Result<Running, BoxError> {
@@ -297,8 +250,8 @@ async fn start_kcache<T: Object + serde::de::DeserializeOwned>(
     let runner = informer.clone();
     let stop = cancel.clone();
     let task = tokio::spawn(async move {
-        let result = if own_thread {
-            runner.run_on_own_thread(stop).await
+        let result = if inline {
+            runner.run_inline(stop).await
         } else {
             runner.run(stop).await
         };

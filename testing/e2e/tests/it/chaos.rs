@@ -355,15 +355,16 @@ async fn run_form<T: Object + Clone + serde::de::DeserializeOwned>(
     let early = Log::default();
     informer.add_event_handler(early.clone()).unwrap();
     let cancel = CancellationToken::new();
-    // Half the seeds run the informer on its own thread, half on a task of this runtime.
+    // Half the seeds run the informer on its own thread (what `run` does on this multi-threaded
+    // runtime), half on a task of this runtime.
     let own_thread = world.rng.bool();
     let run = tokio::spawn({
         let (inf, cancel) = (informer.clone(), cancel.clone());
         async move {
             if own_thread {
-                inf.run_on_own_thread(cancel).await
-            } else {
                 inf.run(cancel).await
+            } else {
+                inf.run_inline(cancel).await
             }
         }
     });
