@@ -7,12 +7,13 @@ use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchStrea
 use kcache_store::{Compact, CompactCodec, Object};
 use serde::de::DeserializeOwned;
 
+use crate::decode::DecodeOptions;
 use crate::decode::compact::{ObjectFn, compact_objects};
+use crate::decode::list::ListDecoder;
 use crate::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
-use crate::decode::{DecodeOptions, decode_list_with};
 use crate::transport::request::{collection_url, get};
-use crate::transport::response::collect_bounded;
 use crate::{ApiResource, Client};
+use futures_util::StreamExt;
 
 /// Lists and watches one resource type through a [`Client`]: the
 /// [`ListerWatcher`] the reflector and informer run on.
@@ -270,13 +271,20 @@ where
         let credential = self.client.ready_credentials().await?;
         let work = async {
             let response = self.client.send_with(request, Some(credential)).await?;
-            let body = collect_bounded(
-                response.into_body(),
-                self.max_list_bytes,
-                "the list response",
-            )
-            .await?;
-            decode_list_with(&body, self.decode, self.objects.as_ref())
+            // Decoded as it arrives: the body is never held whole beside its objects.
+            let mut body = response.into_body();
+            let mut decoder = ListDecoder::new(self.decode, self.objects.as_ref());
+            while let Some(chunk) = body.next().await {
+                let chunk = chunk.map_err(Error::Transport)?;
+                if decoder.len().saturating_add(chunk.len()) > self.max_list_bytes {
+                    return Err(Error::Limit(format!(
+                        "the list response is larger than the limit of {} bytes",
+                        self.max_list_bytes
+                    )));
+                }
+                decoder.feed(&chunk)?;
+            }
+            decoder.finish()
         };
         tokio::time::timeout(self.client.list_timeout(), work)
             .await

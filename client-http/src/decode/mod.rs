@@ -3,8 +3,8 @@
 //! `exact_capacity` (size every vector exactly), over the shared forwarding of `forward`.
 //!
 //! Objects and list bodies are decoded one item at a time.
-//! A list body is parsed once into borrowed [`RawValue`]s (a fast scan, no allocation per item
-//! beyond the slice), then each item is decoded into `T` on its own: one item the type cannot
+//! A list body is scanned as it arrives (`list`): each item's text is cut out and decoded into
+//! `T` on its own as soon as it is complete, then dropped: one item the type cannot
 //! hold (a corrupt object, a field of the wrong type) goes to the page's
 //! [`skipped`](ObjectList::skipped) (the reflector reports it and leaves it out of the cache)
 //! instead of failing the whole list, so it cannot stall the cache.
@@ -12,10 +12,11 @@
 pub(crate) mod compact;
 pub(crate) mod exact_capacity;
 pub(crate) mod forward;
+pub(crate) mod list;
 pub(crate) mod managed_fields;
 pub(crate) mod watch;
 
-use kcache_reflector::{DecodeError, Error, ListMeta, ObjectList, reason_of};
+use kcache_reflector::{Error, ListMeta, ObjectList};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -72,12 +73,13 @@ pub(crate) fn decode_object<T: DeserializeOwned>(
     }
 }
 
+/// A list body's members other than its items (which are read one by one, see `list`).
 #[derive(Deserialize)]
-struct RawList<'a> {
+pub(crate) struct RawList<'a> {
     #[serde(default)]
-    metadata: Option<ListMeta>,
+    pub(crate) metadata: Option<ListMeta>,
     #[serde(default, borrow)]
-    items: Option<Vec<&'a RawValue>>,
+    pub(crate) items: Option<Vec<&'a RawValue>>,
 }
 
 /// Decodes a list body into an [`ObjectList`]; items that do not decode go to its
@@ -104,27 +106,9 @@ pub(crate) fn decode_list_with<T: DeserializeOwned>(
     options: DecodeOptions,
     objects: Option<&ObjectFn<T>>,
 ) -> Result<ObjectList<T>, Error> {
-    let raw: RawList<'_> = serde_json::from_slice(body)
-        .map_err(|e| Error::decode(DecodeError::new("list response", reason_of(&e))))?;
-    let raws = raw.items.unwrap_or_default();
-    let mut items = Vec::with_capacity(raws.len());
-    let mut skipped = Vec::new();
-    let mut counts = options.exact_capacities.then(ArrayCounts::default);
-    for (i, item) in raws.into_iter().enumerate() {
-        let decoded = match objects {
-            Some(objects) => objects(item.get()),
-            None => decode_object::<T>(item.get(), options.skip_managed_fields, counts.as_mut()),
-        };
-        if let Ok(obj) = decoded {
-            items.push(obj);
-        } else {
-            skipped.push(DecodeError::of_object::<T>(
-                format!("list item {i}"),
-                item.get(),
-            ));
-        }
-    }
-    Ok(ObjectList::from_meta(items, raw.metadata).with_skipped(skipped))
+    let mut decoder = list::ListDecoder::new(options, objects);
+    decoder.feed(body)?;
+    decoder.finish()
 }
 
 #[cfg(test)]

@@ -38,24 +38,6 @@ pub(crate) async fn collect(
     Ok(first.unwrap_or_else(|| rest.freeze()))
 }
 
-/// Reads a whole body like [`collect`], failing once it passes `limit` bytes: the buffer never
-/// grows past the limit, whatever the server sends.
-pub(crate) async fn collect_bounded(
-    body: ResponseBody,
-    limit: usize,
-    what: &str,
-) -> Result<Bytes, kcache_reflector::Error> {
-    let bytes = collect(body, Some(limit.saturating_add(1)))
-        .await
-        .map_err(kcache_reflector::Error::Transport)?;
-    if bytes.len() > limit {
-        return Err(kcache_reflector::Error::Limit(format!(
-            "{what} is larger than the limit of {limit} bytes"
-        )));
-    }
-    Ok(bytes)
-}
-
 /// The reason client-go gives a code when the body is not a Status (`NewGenericServerResponse`).
 fn reason_for(code: StatusCode) -> &'static str {
     match code.as_u16() {
