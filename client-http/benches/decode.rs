@@ -162,5 +162,55 @@ fn decode(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, decode);
+/// A list body of the same pods, as the API server sends a list (`{"kind":"PodList",...,
+/// "items":[...]}`).
+fn list_body() -> Vec<u8> {
+    let items: Vec<DynamicObject> = kcache_testing::workload::pods(7, EVENTS, 8);
+    serde_json::to_vec(&serde_json::json!({
+        "kind": "PodList",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": "12345"},
+        "items": items,
+    }))
+    .expect("encodes")
+}
+
+/// The whole list with bare `serde_json` (managedFields skipped, as `decode_list` is asked to).
+#[derive(serde::Deserialize)]
+struct BareList {
+    items: Vec<SkipManagedFields<Pod>>,
+}
+
+/// `decode_list` (client-http's list decoding: items cut out by one scan and decoded one by
+/// one as the body arrives) next to one `serde_json::from_slice` of the whole list.
+fn list(c: &mut Criterion) {
+    let body = list_body();
+    let decoded = kcache_client_http::decode_list::<Pod>(&body, true).expect("decodes");
+    assert_eq!(decoded.items.len(), EVENTS);
+    let mut g = c.benchmark_group("list_decode");
+    g.throughput(Throughput::Bytes(body.len() as u64));
+    g.bench_function("pod/bare_serde_json_skip_mf", |b| {
+        b.iter(|| {
+            black_box(
+                serde_json::from_slice::<BareList>(&body)
+                    .expect("decodes")
+                    .items
+                    .len(),
+            )
+        });
+    });
+    g.bench_function("pod/decode_list_skip_mf", |b| {
+        b.iter(|| {
+            black_box(
+                kcache_client_http::decode_list::<Pod>(&body, true)
+                    .expect("decodes")
+                    .items
+                    .len(),
+            )
+        });
+    });
+    g.finish();
+}
+
+criterion_group!(benches, decode, list);
 criterion_main!(benches);

@@ -12,12 +12,24 @@
 //! goes to the list's [`skipped`](ObjectList::skipped). A body whose brackets do not match, or
 //! that is not a JSON object, is an error, as a whole-body parse would have found.
 
-use kcache_reflector::{DecodeError, Error, ObjectList, reason_of};
+use kcache_reflector::{DecodeError, Error, ListMeta, ObjectList, reason_of};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 
 use super::compact::ObjectFn;
 use super::exact_capacity::ArrayCounts;
-use super::{DecodeOptions, RawList, decode_object};
+use super::{DecodeOptions, decode_object};
+
+/// A list body's members other than its items (read one by one while scanning), and the items
+/// of a key the scan did not recognize (`items` written with escapes).
+#[derive(Deserialize)]
+struct RawList<'a> {
+    #[serde(default)]
+    metadata: Option<ListMeta>,
+    #[serde(default, borrow)]
+    items: Option<Vec<&'a RawValue>>,
+}
 
 /// The deepest nesting the scan follows (`serde_json` stops at 128 when decoding an item).
 const MAX_DEPTH: usize = 512;
@@ -40,15 +52,13 @@ struct StringState {
     escaped: bool,
 }
 
-/// The top-level key just read (while it is short enough to be `items`), and where the scan
-/// stands around top-level keys.
+/// The top-level key last read (its first bytes: enough to tell whether it is `items`), and
+/// where the scan stands around top-level keys.
 #[derive(Debug, Default)]
 struct TopKey {
     key: Vec<u8>,
     /// In a top-level key.
     in_key: bool,
-    /// Between a top-level key's colon and its value.
-    after_key: bool,
     /// The next top-level string is a key.
     expect_key: bool,
 }
@@ -110,21 +120,18 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
         self.bytes = self.bytes.saturating_add(chunk.len());
         // The start of the run of `chunk` that goes to the same place (rest or element).
         let mut run = 0;
-        for (i, &b) in chunk.iter().enumerate() {
+        let mut i = 0;
+        while i < chunk.len() {
             if self.string.inside {
-                if self.string.escaped {
-                    self.string.escaped = false;
-                } else if b == b'\\' {
-                    self.string.escaped = true;
-                } else if b == b'"' {
-                    self.string.inside = false;
-                    self.top.in_key = false;
-                }
-                if self.top.in_key && self.top.key.len() <= b"items".len() {
-                    self.top.key.push(b);
-                }
+                i = self.skip_string(chunk, i);
                 continue;
             }
+            if self.items == Items::InElement && self.stack.len() > 3 {
+                // Deep inside an element: only strings and brackets matter.
+                i = self.skip_nested(chunk, i)?;
+                continue;
+            }
+            let b = chunk[i];
             match b {
                 b'"' => {
                     self.string.inside = true;
@@ -132,21 +139,23 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
                         self.top.in_key = true;
                         self.top.expect_key = false;
                         self.top.key.clear();
+                    } else if self.items == Items::Between && self.stack.len() == 2 {
+                        // A string element: not an object, it will not decode, but it is
+                        // reported as one item, as a whole-body parse would.
+                        self.start_element();
+                        run = i;
                     }
                 }
-                b':' if self.stack.len() == 1 => self.top.after_key = true,
-                b',' if self.stack.len() == 1 => self.top.expect_key = true,
+                b',' if self.stack.len() == 1 => self.top.expect_key = self.stack[0] == b'{',
                 b',' if self.items == Items::InElement && self.stack.len() == 2 => {
                     // The end of a scalar element (an object element ends at its bracket).
                     self.end_element(&chunk[run..i]);
                     run = i + 1;
                 }
                 b'{' | b'[' => {
-                    let items_start = b == b'['
-                        && self.stack.len() == 1
-                        && self.top.after_key
-                        && self.top.key == b"items";
-                    self.top.after_key = false;
+                    // At the top level a bracket opens a value, so the last key is its key.
+                    let items_start =
+                        b == b'[' && self.stack.len() == 1 && self.top.key == b"items";
                     if self.stack.len() >= MAX_DEPTH {
                         return Err(malformed("it nests deeper than 512 brackets"));
                     }
@@ -182,8 +191,6 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
                         (Items::InElement | Items::Between, 1) => {
                             if self.items == Items::InElement {
                                 self.end_element(&chunk[run..i]);
-                            } else {
-                                self.element.clear();
                             }
                             run = i;
                             self.items = Items::Outside;
@@ -191,21 +198,17 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
                         _ => {}
                     }
                 }
+                b',' | b':' => {}
                 _ if b.is_ascii_whitespace() => {}
                 _ => {
-                    self.top.after_key = false;
-                    if self.items == Items::Between && self.stack.len() == 2 && b != b',' {
-                        // A scalar element: not an object, it will not decode, but it is
-                        // reported as one item, as a whole-body parse would.
+                    if self.items == Items::Between && self.stack.len() == 2 {
+                        // A number, `true`, `false` or `null` element: reported as one item.
                         self.start_element();
                         run = i;
                     }
                 }
             }
-            if b == b'"' && self.items == Items::Between && self.stack.len() == 2 {
-                self.start_element();
-                run = i;
-            }
+            i += 1;
         }
         // What is left of the chunk belongs where the scan stands.
         let tail = &chunk[run..];
@@ -217,17 +220,93 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
         Ok(())
     }
 
+    /// Scans a string's text from `chunk[i]` up to its closing quote (included), or to the end
+    /// of the chunk; returns where the scan goes on. Most of a body is string text: this jumps
+    /// from quote or backslash to the next with `memchr`.
+    fn skip_string(&mut self, chunk: &[u8], i: usize) -> usize {
+        if self.string.escaped {
+            self.string.escaped = false;
+            self.key_text(&chunk[i..=i]);
+            return i + 1;
+        }
+        let Some(at) = memchr::memchr2(b'"', b'\\', &chunk[i..]).map(|n| i + n) else {
+            self.key_text(&chunk[i..]);
+            return chunk.len();
+        };
+        self.key_text(&chunk[i..at]);
+        if chunk[at] == b'\\' {
+            self.string.escaped = true;
+            self.key_text(&chunk[at..=at]);
+        } else {
+            self.string.inside = false;
+            self.top.in_key = false;
+        }
+        at + 1
+    }
+
+    /// Scans a value nested in an element (an element's `metadata`, say) from `chunk[i]` (not
+    /// in a string) through the bracket that closes it, or to the end of the chunk; returns
+    /// where the scan stopped. Only strings and brackets matter there, so this loop is lighter
+    /// than [`feed`](Self::feed)'s; `feed` still cuts the element's text out.
+    fn skip_nested(&mut self, chunk: &[u8], mut i: usize) -> Result<usize, Error> {
+        while i < chunk.len() {
+            if self.string.inside {
+                i = self.skip_string(chunk, i);
+                continue;
+            }
+            match chunk[i] {
+                b'"' => self.string.inside = true,
+                b @ (b'{' | b'[') => {
+                    if self.stack.len() >= MAX_DEPTH {
+                        return Err(malformed("it nests deeper than 512 brackets"));
+                    }
+                    self.stack.push(b);
+                }
+                b @ (b'}' | b']') => {
+                    let open = if b == b'}' { b'{' } else { b'[' };
+                    if self.stack.pop() != Some(open) {
+                        return Err(malformed("its brackets do not match"));
+                    }
+                    if self.stack.len() <= 3 {
+                        // Back at the element's own members: `feed` takes over.
+                        return Ok(i + 1);
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Ok(i)
+    }
+
+    /// Keeps `text` of a top-level key, up to one byte more than `items` has (enough to tell
+    /// whether the key is `items`).
+    fn key_text(&mut self, text: &[u8]) {
+        if self.top.in_key {
+            let room = (b"items".len() + 1).saturating_sub(self.top.key.len());
+            self.top
+                .key
+                .extend_from_slice(&text[..text.len().min(room)]);
+        }
+    }
+
     /// An element begins (the whitespace and comma before it are dropped).
     fn start_element(&mut self) {
         self.element.clear();
         self.items = Items::InElement;
     }
 
-    /// An element ends with `last`; it is decoded, and its text dropped.
+    /// An element ends with `last` (its text in this chunk); it is decoded, and its text
+    /// dropped.
     fn end_element(&mut self, last: &[u8]) {
+        self.items = Items::Between;
+        if self.element.is_empty() {
+            // The element began in this chunk: decoded where it lies, without a copy.
+            self.decode_item(last);
+            return;
+        }
         self.element.extend_from_slice(last);
         let text = std::mem::take(&mut self.element);
-        self.items = Items::Between;
         self.decode_item(&text);
         // Keep the buffer's memory for the next element.
         self.element = text;
@@ -238,22 +317,18 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
         let i = self.index;
         self.index += 1;
         let text = text.trim_ascii();
-        let decoded = std::str::from_utf8(text)
-            .map_err(|e| e.to_string())
-            .and_then(|json| {
-                match self.objects {
-                    Some(objects) => objects(json),
-                    None => decode_object::<T>(
-                        json,
-                        self.options.skip_managed_fields,
-                        self.counts.as_mut(),
-                    ),
+        let decoded = std::str::from_utf8(text).ok().and_then(|json| {
+            match self.objects {
+                Some(objects) => objects(json),
+                None => {
+                    decode_object::<T>(json, self.options.skip_managed_fields, self.counts.as_mut())
                 }
-                .map_err(|e| e.to_string())
-            });
+            }
+            .ok()
+        });
         match decoded {
-            Ok(obj) => self.decoded.push(obj),
-            Err(_) => self.skipped.push(DecodeError::of_object::<T>(
+            Some(obj) => self.decoded.push(obj),
+            None => self.skipped.push(DecodeError::of_object::<T>(
                 format!("list item {i}"),
                 &String::from_utf8_lossy(text),
             )),

@@ -16,13 +16,10 @@ pub(crate) mod list;
 pub(crate) mod managed_fields;
 pub(crate) mod watch;
 
-use kcache_reflector::{Error, ListMeta, ObjectList};
-use serde::Deserialize;
+use kcache_reflector::{Error, ObjectList};
 use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 
 use crate::SkipManagedFields;
-use crate::decode::compact::ObjectFn;
 use crate::decode::exact_capacity::ArrayCounts;
 
 /// How objects are decoded: the options of an [`HttpListerWatcher`](crate::HttpListerWatcher)
@@ -73,15 +70,6 @@ pub(crate) fn decode_object<T: DeserializeOwned>(
     }
 }
 
-/// A list body's members other than its items (which are read one by one, see `list`).
-#[derive(Deserialize)]
-pub(crate) struct RawList<'a> {
-    #[serde(default)]
-    pub(crate) metadata: Option<ListMeta>,
-    #[serde(default, borrow)]
-    pub(crate) items: Option<Vec<&'a RawValue>>,
-}
-
 /// Decodes a list body into an [`ObjectList`]; items that do not decode go to its
 /// [`skipped`](ObjectList::skipped).
 ///
@@ -96,17 +84,7 @@ pub fn decode_list<T: DeserializeOwned>(
         skip_managed_fields,
         exact_capacities: false,
     };
-    decode_list_with(body, options, None)
-}
-
-/// Decodes a list body; items are built by `objects` when given (a compact lister-watcher),
-/// else with serde and `options`.
-pub(crate) fn decode_list_with<T: DeserializeOwned>(
-    body: &[u8],
-    options: DecodeOptions,
-    objects: Option<&ObjectFn<T>>,
-) -> Result<ObjectList<T>, Error> {
-    let mut decoder = list::ListDecoder::new(options, objects);
+    let mut decoder = list::ListDecoder::new(options, None);
     decoder.feed(body)?;
     decoder.finish()
 }

@@ -320,15 +320,32 @@ async fn watches_of_one_client_share_one_h2_connection() {
     assert!(server.requests().iter().all(|r| r.version == "HTTP/2.0"));
 }
 
-#[tokio::test]
-async fn skip_managed_fields_over_the_wire() {
-    let server = server(false, 0).await;
+/// The object of the first event of a watch from resource version 0, which must be an ADDED.
+async fn first_added<T: Object + std::fmt::Debug>(lw: &impl ListerWatcher<T>) -> T {
+    let mut stream = lw
+        .watch(&ListOptions::default().with_resource_version("0"))
+        .await
+        .unwrap();
+    match next(&mut stream).await {
+        Some(Ok(WatchEvent::Added(o))) => o,
+        other => panic!("expected an ADDED event, got {other:?}"),
+    }
+}
+
+/// Pod `ns/mf` with a `managedFields` entry.
+fn managed_pod() -> DynamicObject {
     let mut pod = DynamicObject::new(Some("ns"), "mf");
     pod.metadata.other.insert(
         "managedFields".to_owned(),
         serde_json::json!([{"manager": "kubectl", "operation": "Apply"}]),
     );
-    server.create(&fake_pods(), pod).unwrap();
+    pod
+}
+
+#[tokio::test]
+async fn skip_managed_fields_over_the_wire() {
+    let server = server(false, 0).await;
+    server.create(&fake_pods(), managed_pod()).unwrap();
     // `None`: the default, which drops them.
     for skip in [Some(false), Some(true), None] {
         let builder = HttpListerWatcher::<DynamicObject>::builder(client(&server), pods());
@@ -343,13 +360,7 @@ async fn skip_managed_fields_over_the_wire() {
             page.items[0].metadata.other.contains_key("managedFields"),
             !skip
         );
-        let mut stream = lw
-            .watch(&ListOptions::default().with_resource_version("0"))
-            .await
-            .unwrap();
-        let Some(Ok(WatchEvent::Added(o))) = next(&mut stream).await else {
-            panic!("an ADDED event")
-        };
+        let o = first_added(&lw).await;
         assert_eq!(o.metadata.other.contains_key("managedFields"), !skip);
     }
 }
@@ -358,11 +369,7 @@ async fn skip_managed_fields_over_the_wire() {
 async fn compact_objects_over_the_wire() {
     use kcache_store::{Compact, CompactCodec, Object};
     let server = server(false, 0).await;
-    let mut pod = DynamicObject::new(Some("ns"), "mf");
-    pod.metadata.other.insert(
-        "managedFields".to_owned(),
-        serde_json::json!([{"manager": "kubectl", "operation": "Apply"}]),
-    );
+    let mut pod = managed_pod();
     pod.data
         .insert("spec".to_owned(), serde_json::json!({"nodeName": "n1"}));
     let stored = server.create(&fake_pods(), pod).unwrap();
@@ -385,13 +392,7 @@ async fn compact_objects_over_the_wire() {
         item.api_version.clone_from(&expected.api_version);
         item.kind.clone_from(&expected.kind);
         assert_eq!(item, *expected);
-        let mut stream = lw
-            .watch(&ListOptions::default().with_resource_version("0"))
-            .await
-            .unwrap();
-        let Some(Ok(WatchEvent::Added(o))) = next(&mut stream).await else {
-            panic!("an ADDED event")
-        };
+        let o = first_added(&lw).await;
         assert_eq!(
             o.resource_version(),
             stored.metadata.resource_version.as_deref()

@@ -21,25 +21,6 @@ impl<T: Object> Reflector<T> {
         self.max_list_pages.saturating_mul(page)
     }
 
-    /// Leaves out (and reports) objects without a name: no key can be made for them.
-    fn named(&self, items: Vec<T>) -> Vec<T> {
-        if items.iter().all(has_name) {
-            return items;
-        }
-        items
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, o)| {
-                if has_name(&o) {
-                    return Some(o);
-                }
-                self.reporter
-                    .decode(&nameless(format!("list item {i}"), &o, None));
-                None
-            })
-            .collect()
-    }
-
     /// Lists into the store. `Ok(false)` when cancelled.
     pub(super) async fn list(&self, cancel: &CancellationToken) -> Result<bool, Error> {
         let rv = self.relist_resource_version();
@@ -81,22 +62,31 @@ impl<T: Object> Reflector<T> {
         for d in &list.skipped {
             self.reporter.decode(d);
         }
+        let resource_version = list.resource_version.unwrap_or_default();
         self.store
-            .replace(list.items, &list.resource_version)
+            .replace(list.items, &resource_version)
             .map_err(Error::Store)?;
-        self.set_last_sync_rv(&list.resource_version);
+        self.set_last_sync_rv(&resource_version);
         Ok(true)
     }
 
     /// Adds a page's objects to `into`, each in the `Arc` the store will keep (after the
     /// transform), so that the objects of earlier pages are not held twice while later ones
-    /// arrive.
+    /// arrive. Objects without a name (no key can be made for them) go to `skipped`. The
+    /// list's resource version is its first page's, as in client-go's pager.
     fn take_page(&self, page: ObjectList<T>, into: &mut Listed<T>) {
+        into.resource_version.get_or_insert(page.resource_version);
         into.items.reserve(page.items.len());
-        into.items
-            .extend(self.named(page.items).into_iter().map(|o| self.prepare(o)));
+        for o in page.items {
+            if has_name(&o) {
+                into.items.push(self.prepare(o));
+            } else {
+                let i = into.items.len() + into.skipped.len();
+                into.skipped
+                    .push(nameless(format!("list item {i}"), &o, None));
+            }
+        }
         into.skipped.extend(page.skipped);
-        into.resource_version = page.resource_version;
     }
 
     /// client-go's pager: follows continue tokens, clears the RV on later pages, and after an
@@ -160,10 +150,10 @@ impl<T: Object> Reflector<T> {
 }
 
 /// A whole list as the pager gathered it: the objects in their `Arc`s, the resource version of
-/// the last page, and the items that could not be decoded.
+/// its first page (`None` before one came), and the items left out (undecodable or nameless).
 struct Listed<T> {
     items: Vec<Arc<T>>,
-    resource_version: String,
+    resource_version: Option<String>,
     skipped: Vec<DecodeError>,
 }
 
@@ -171,7 +161,7 @@ impl<T> Default for Listed<T> {
     fn default() -> Self {
         Self {
             items: Vec::new(),
-            resource_version: String::new(),
+            resource_version: None,
             skipped: Vec::new(),
         }
     }

@@ -271,14 +271,17 @@ async fn scripted(
     (cache, errors, decode, lw.lists.load(Ordering::SeqCst))
 }
 
+/// An object without a name, at resource version 5.
+fn nameless() -> DynamicObject {
+    let mut o = DynamicObject::new(Some("ns"), "");
+    o.metadata.resource_version = Some("5".into());
+    o
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_nameless_list_item_is_left_out_and_the_rest_syncs() {
     let (cache, errors, decode, _) = scripted(
-        |_, _| {
-            let mut nameless = DynamicObject::new(Some("ns"), "");
-            nameless.metadata.resource_version = Some("5".into());
-            ObjectList::new(vec![pod("a"), nameless, pod("b")], "9")
-        },
+        |_, _| ObjectList::new(vec![pod("a"), nameless(), pod("b")], "9"),
         10,
         1,
     )
@@ -293,6 +296,37 @@ async fn a_nameless_list_item_is_left_out_and_the_rest_syncs() {
           metadata.name is missing or empty at metadata.name"
         ]
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paged_list_keeps_its_first_pages_resource_version_and_numbers_items_across_pages() {
+    let (cache, errors, decode, lists) = scripted(
+        |n, opts| {
+            if opts.continue_token.is_empty() {
+                let mut page = ObjectList::new(vec![pod(&format!("a{n}")), nameless()], "9");
+                page.continue_token = Some(format!("t{n}"));
+                page
+            } else {
+                // A server whose later page reports a newer version: the list is still the
+                // snapshot its first page was taken at.
+                ObjectList::new(vec![nameless(), pod(&format!("b{n}"))], "12")
+            }
+        },
+        10,
+        1,
+    )
+    .await;
+    assert_eq!(lists, 2);
+    assert_eq!(cache.list_keys().len(), 2);
+    assert_eq!(cache.last_sync_resource_version().as_deref(), Some("9"));
+    assert!(errors.is_empty(), "{errors:?}");
+    let report = |i: usize| {
+        format!(
+            "could not decode list item {i} (<no name> at resourceVersion 5): \
+             metadata.name is missing or empty at metadata.name"
+        )
+    };
+    assert_eq!(decode, [report(1), report(2)]);
 }
 
 #[tokio::test(start_paused = true)]

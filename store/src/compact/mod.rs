@@ -135,38 +135,32 @@ impl<K> Compact<K> {
     pub fn stored_len(&self) -> usize {
         self.packed.bytes.len()
     }
-
-    /// The decoded metadata [`Object`] answers from; anything else goes through
-    /// [`pointer`](Self::pointer) or [`typed`](Self::typed).
-    fn meta(&self) -> &CompactMeta {
-        &self.meta
-    }
 }
 
 impl<K: 'static> Object for Compact<K> {
     fn name(&self) -> Option<&str> {
-        self.meta().name.as_deref()
+        self.meta.name.as_deref()
     }
     fn namespace(&self) -> Option<&str> {
-        self.meta().namespace.as_deref()
+        self.meta.namespace.as_deref()
     }
     fn resource_version(&self) -> Option<&str> {
-        self.meta().resource_version.as_deref()
+        self.meta.resource_version.as_deref()
     }
     fn uid(&self) -> Option<&str> {
-        self.meta().uid.as_deref()
+        self.meta.uid.as_deref()
     }
     fn labels(&self) -> Option<&BTreeMap<String, String>> {
-        self.meta().labels.as_ref()
+        self.meta.labels.as_ref()
     }
     fn annotations(&self) -> Option<&BTreeMap<String, String>> {
-        self.meta().annotations.as_ref()
+        self.meta.annotations.as_ref()
     }
     fn is_being_deleted(&self) -> bool {
-        self.meta().being_deleted
+        self.meta.being_deleted
     }
     fn generation(&self) -> Option<i64> {
-        self.meta().generation
+        self.meta.generation
     }
 }
 

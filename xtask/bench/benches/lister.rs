@@ -78,26 +78,17 @@ fn kcache<T: Object, E: Error + 'static>(
     let store_keys: Vec<String> = keys.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
     let everything = Selector::everything();
 
-    let mut i = 0;
-    c.bench_function(
+    each(
+        c,
         &format!("get/kcache {form}: lister.namespace(ns).get(name)"),
-        |b| {
-            b.iter(|| {
-                i = (i + 1) % keys.len();
-                let (ns, name) = &keys[i];
-                black_box(lister.namespace(ns).get(name))
-            });
-        },
+        keys,
+        |(ns, name)| lister.namespace(ns).get(name),
     );
-    let mut i = 0;
-    c.bench_function(
+    each(
+        c,
         &format!("get/kcache {form}: cache.get_by_key(\"ns/name\")"),
-        |b| {
-            b.iter(|| {
-                i = (i + 1) % store_keys.len();
-                black_box(cache.get_by_key(&store_keys[i]))
-            });
-        },
+        &store_keys,
+        |item| cache.get_by_key(item),
     );
     c.bench_function(
         &format!("list all/kcache {form}: lister.list(everything)"),
@@ -132,56 +123,52 @@ fn compact_reads(
         cache.add(Arc::new(codec.encode_typed(p)?))?;
     }
     let lister = Lister::new(cache);
-    let mut i = 0;
-    c.bench_function("get+decode/kcache compact: lister get, then typed()", |b| {
-        b.iter(|| {
-            i = (i + 1) % keys.len();
-            let (ns, name) = &keys[i];
-            black_box(lister.namespace(ns).get(name).map(|p| p.typed()))
-        });
-    });
-    let mut i = 0;
-    c.bench_function(
+    each(
+        c,
+        "get+decode/kcache compact: lister get, then typed()",
+        keys,
+        |(ns, name)| lister.namespace(ns).get(name).map(|p| p.typed()),
+    );
+    each(
+        c,
         "get+decode/kcache compact: lister get, then pointer(\"/spec/nodeName\")",
-        |b| {
-            b.iter(|| {
-                i = (i + 1) % keys.len();
-                let (ns, name) = &keys[i];
-                black_box(
-                    lister
-                        .namespace(ns)
-                        .get(name)
-                        .map(|p| p.pointer("/spec/nodeName")),
-                )
-            });
+        keys,
+        |(ns, name)| {
+            lister
+                .namespace(ns)
+                .get(name)
+                .map(|p| p.pointer("/spec/nodeName"))
         },
     );
-    let mut i = 0;
-    c.bench_function(
+    each(
+        c,
         "get+decode/baseline: serde_json::from_slice::<Pod> of the same pod",
-        |b| {
-            b.iter(|| {
-                i = (i + 1) % json.len();
-                black_box(serde_json::from_slice::<Pod>(&json[i]))
-            });
-        },
+        &json,
+        |item| serde_json::from_slice::<Pod>(item),
     );
     // The fastest decode of JSON already known to be UTF-8 (what kcache's watch decoder does).
     let text: Vec<String> = json
         .iter()
         .map(|j| String::from_utf8(j.clone()))
         .collect::<Result<_, _>>()?;
-    let mut i = 0;
-    c.bench_function(
+    each(
+        c,
         "get+decode/baseline: serde_json::from_str::<Pod> of the same pod",
-        |b| {
-            b.iter(|| {
-                i = (i + 1) % text.len();
-                black_box(serde_json::from_str::<Pod>(&text[i]))
-            });
-        },
+        &text,
+        |item| serde_json::from_str::<Pod>(item),
     );
     Ok(())
+}
+
+/// Benches `f` on one of `inputs` per iteration, taking them in turn.
+fn each<I, R>(c: &mut Criterion, name: &str, inputs: &[I], mut f: impl FnMut(&I) -> R) {
+    let mut i = 0;
+    c.bench_function(name, |b| {
+        b.iter(|| {
+            i = (i + 1) % inputs.len();
+            black_box(f(&inputs[i]))
+        });
+    });
 }
 
 /// kube-rs's reflector store over the pods in `jsons`, filled as its watcher fills it (each
@@ -198,16 +185,11 @@ fn kube_rs(
     }
     writer.apply_watcher_event(&Event::InitDone);
 
-    let mut i = 0;
-    c.bench_function(
+    each(
+        c,
         "get/kube-rs: store.get(ObjectRef::new(name).within(ns))",
-        |b| {
-            b.iter(|| {
-                i = (i + 1) % keys.len();
-                let (ns, name) = &keys[i];
-                black_box(store.get(&ObjectRef::new(name).within(ns)))
-            });
-        },
+        keys,
+        |(ns, name)| store.get(&ObjectRef::new(name).within(ns)),
     );
     c.bench_function("list all/kube-rs: store.state()", |b| {
         b.iter(|| black_box(store.state()));

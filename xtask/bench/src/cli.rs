@@ -62,27 +62,10 @@ pub fn parse() -> Result<Args, String> {
             "client" => args.client = Some(value("client")?),
             "floor-bytes" => args.floor_bytes = true,
             "--url" => args.url = value("--url")?,
-            "--pods" => {
-                args.pods = value("--pods")?
-                    .parse()
-                    .map_err(|e| format!("--pods: {e}"))?;
-            }
-            "--updates" => {
-                args.updates = value("--updates")?
-                    .parse()
-                    .map_err(|e| format!("--updates: {e}"))?;
-            }
-            "--seed" => {
-                args.seed = value("--seed")?
-                    .parse()
-                    .map_err(|e| format!("--seed: {e}"))?;
-            }
-            "--runs" => {
-                args.runs = value("--runs")?
-                    .parse::<usize>()
-                    .map_err(|e| format!("--runs: {e}"))?
-                    .max(1);
-            }
+            "--pods" => args.pods = number("--pods", value("--pods")?)?,
+            "--updates" => args.updates = number("--updates", value("--updates")?)?,
+            "--seed" => args.seed = number("--seed", value("--seed")?)?,
+            "--runs" => args.runs = number::<usize>("--runs", value("--runs")?)?.max(1),
             "--only" => {
                 args.only = value("--only")?.split(',').map(str::to_owned).collect();
                 if let Some(bad) = args.only.iter().find(|k| !ROWS.iter().any(|r| r.key == *k)) {
@@ -94,4 +77,20 @@ pub fn parse() -> Result<Args, String> {
         }
     }
     Ok(args)
+}
+
+/// The number `text` given for option `name`.
+fn number<N: std::str::FromStr>(name: &str, text: String) -> Result<N, String>
+where
+    N::Err: std::fmt::Display,
+{
+    text.parse().map_err(|e| format!("{name}: {e}"))
+}
+
+/// [`parse`], or the message on stderr and exit code 2.
+pub fn parse_or_exit() -> Args {
+    parse().unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2);
+    })
 }

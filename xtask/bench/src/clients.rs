@@ -289,12 +289,23 @@ pub struct Timed {
     pub system: Duration,
 }
 
-fn check_count(row: &Row, n: usize, pods: usize) -> Result<(), BoxError> {
-    if n == pods {
-        Ok(())
-    } else {
-        Err(format!("{}: cached {n} pods, expected {pods}", row.label).into())
+/// Starts `row`'s client against `url` and waits for its sync: the running client, the sync's
+/// wall time and this process's CPU during it. Fails unless it cached all `pods`.
+async fn synced(
+    row: &Row,
+    url: &str,
+    pods: usize,
+) -> Result<(Running, Duration, procfs::Cpu), BoxError> {
+    let cpu = procfs::Cpu::now()?;
+    let clock = Instant::now();
+    let running = start(row.which, url).await?;
+    let sync = clock.elapsed();
+    let cpu = procfs::Cpu::now()?.since(cpu);
+    let n = running.cached();
+    if n != pods {
+        return Err(format!("{}: cached {n} pods, expected {pods}", row.label).into());
     }
+    Ok((running, sync, cpu))
 }
 
 /// Runs `row` in this (plain) process: initial sync of every pod, then `updates` watch events,
@@ -308,14 +319,8 @@ pub async fn timed(
 ) -> Result<Timed, BoxError> {
     let baseline_rss = procfs::rss()?;
     procfs::reset_peak_rss()?;
-    let cpu = procfs::Cpu::now()?;
-    let clock = Instant::now();
-    let running = start(row.which, url).await?;
-    let sync = clock.elapsed();
+    let (running, sync, cpu) = synced(row, url, pods).await?;
     let sync_peak_rss = procfs::peak_rss()?.saturating_sub(baseline_rss);
-    let cpu = procfs::Cpu::now()?.since(cpu);
-    let n = running.cached();
-    check_count(row, n, pods)?;
     eprintln!(
         "  client: synced in {:.2} s (user {:.2} s, system {:.2} s, {} minor faults)",
         sync.as_secs_f64(),
@@ -350,7 +355,7 @@ pub async fn timed(
         sync_peak_rss,
         steady_rss,
         baseline_rss,
-        cached: n,
+        cached: pods,
         events_per_sec: updates as f64 / elapsed,
         user: cpu.user,
         system: cpu.system,
@@ -371,27 +376,21 @@ pub async fn counted(row: &Row, url: &str, pods: usize) -> Result<Counted, BoxEr
     use crate::alloc;
     let baseline = alloc::current();
     alloc::reset_peak();
-    let cpu = procfs::Cpu::now()?;
-    let clock = Instant::now();
-    let running = start(row.which, url).await?;
-    let sync = clock.elapsed();
+    let (running, sync, cpu) = synced(row, url, pods).await?;
     let live = usize::try_from(alloc::current() - baseline).unwrap_or(0);
     let peak = usize::try_from(alloc::peak() - baseline).unwrap_or(0);
-    let cpu = procfs::Cpu::now()?.since(cpu);
-    let n = running.cached();
-    check_count(row, n, pods)?;
     eprintln!(
         "  counting run: synced in {:.2} s (user {:.2} s, system {:.2} s), {:.1} KB per object",
         sync.as_secs_f64(),
         cpu.user.as_secs_f64(),
         cpu.system.as_secs_f64(),
-        live as f64 / n as f64 / 1e3
+        live as f64 / pods as f64 / 1e3
     );
     running.stop().await?;
     Ok(Counted {
         live,
         peak,
-        cached: n,
+        cached: pods,
     })
 }
 
@@ -457,7 +456,7 @@ impl Timed {
 
     /// Parses a timed child's `done ...` line.
     pub fn parse(line: &str) -> Result<Self, BoxError> {
-        let f = fields(line, "done ", 8)?;
+        let f = crate::child::fields(line, "done ", 8)?;
         Ok(Self {
             sync: Duration::from_secs_f64(f[0].parse()?),
             sync_peak_rss: f[1].parse()?,
@@ -479,24 +478,11 @@ impl Counted {
 
     /// Parses a counting child's `counted ...` line.
     pub fn parse(line: &str) -> Result<Self, BoxError> {
-        let f = fields(line, "counted ", 3)?;
+        let f = crate::child::fields(line, "counted ", 3)?;
         Ok(Self {
             live: f[0].parse()?,
             peak: f[1].parse()?,
             cached: f[2].parse()?,
         })
-    }
-}
-
-fn fields<'a>(line: &'a str, prefix: &str, n: usize) -> Result<Vec<&'a str>, BoxError> {
-    let f: Vec<&str> = line
-        .strip_prefix(prefix)
-        .ok_or_else(|| format!("unexpected {line:?}"))?
-        .split_whitespace()
-        .collect();
-    if f.len() == n {
-        Ok(f)
-    } else {
-        Err(format!("unexpected {line:?}").into())
     }
 }

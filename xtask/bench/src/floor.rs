@@ -112,18 +112,11 @@ impl Bytes {
 
     /// Parses a `floor-bytes ...` line.
     pub fn parse(line: &str) -> Result<Self, Box<dyn std::error::Error>> {
-        let mut f = line
-            .strip_prefix("floor-bytes ")
-            .ok_or_else(|| format!("unexpected {line:?}"))?
-            .split_whitespace()
-            .map(str::parse::<f64>);
-        match (f.next(), f.next()) {
-            (Some(Ok(decoded_per_pod)), Some(Ok(exact_per_pod))) => Ok(Self {
-                decoded_per_pod,
-                exact_per_pod,
-            }),
-            _ => Err(format!("unexpected {line:?}").into()),
-        }
+        let f = crate::child::fields(line, "floor-bytes ", 2)?;
+        Ok(Self {
+            decoded_per_pod: f[0].parse()?,
+            exact_per_pod: f[1].parse()?,
+        })
     }
 }
 

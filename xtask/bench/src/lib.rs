@@ -3,6 +3,7 @@
 //! with a counting allocator, for heap bytes). See `main.rs` for what is measured and how.
 
 pub mod alloc;
+pub mod child;
 pub mod cli;
 pub mod clients;
 pub mod floor;

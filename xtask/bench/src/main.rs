@@ -54,9 +54,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use kcache_bench::child::Child;
 use kcache_bench::clients::{self, Counted, ROWS, Row, Timed};
 use kcache_bench::{cli, floor, server};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
@@ -65,13 +65,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 type BoxError = Box<dyn std::error::Error>;
 
 fn main() {
-    let args = match cli::parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
-    };
+    let args = cli::parse_or_exit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build();
@@ -183,48 +177,30 @@ async fn timed_child(
     updates: usize,
 ) -> Result<(Timed, Duration), BoxError> {
     let cpu_before = server.cpu().await?;
-    let mut child = tokio::process::Command::new(std::env::current_exe()?)
-        .args([
-            "client",
-            row.key,
-            "--url",
-            &server.url,
-            "--pods",
-            &pods.to_string(),
-            "--updates",
-            &updates.to_string(),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let mut lines = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
-    let mut expect = async |want: &str| -> Result<String, BoxError> {
-        let line = lines
-            .next_line()
-            .await?
-            .ok_or_else(|| format!("{}: the client exited", row.label))?;
-        if line.starts_with(want) {
-            Ok(line)
-        } else {
-            Err(format!("{}: expected {want}, got {line:?}", row.label).into())
-        }
-    };
-    expect("synced").await?;
+    let (pods, updates_text) = (pods.to_string(), updates.to_string());
+    let mut child = Child::spawn(&[
+        "client",
+        row.key,
+        "--url",
+        &server.url,
+        "--pods",
+        &pods,
+        "--updates",
+        &updates_text,
+    ])?;
+    let labelled = |e: BoxError| -> BoxError { format!("{}: {e}", row.label).into() };
+    child.expect("synced").await.map_err(labelled)?;
     let server_cpu = server.cpu().await?.saturating_sub(cpu_before);
     eprintln!(
         "  server: {:.2} s of CPU while the client synced",
         server_cpu.as_secs_f64()
     );
     server.prepare(updates).await?;
-    stdin.write_all(b"go\n").await?;
-    stdin.flush().await?;
-    expect("started").await?;
+    child.say("go").await?;
+    child.expect("started").await.map_err(labelled)?;
     server.release().await?;
-    let timed = Timed::parse(&expect("done").await?)?;
-    drop(stdin);
-    let _ = child.wait().await;
+    let timed = Timed::parse(&child.expect("done").await.map_err(labelled)?)?;
+    child.finish(None).await;
     Ok((timed, server_cpu))
 }
 

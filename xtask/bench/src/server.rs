@@ -6,13 +6,12 @@
 //! difference). The updates are written to its store after the client's sync, with the watches
 //! paused, and released as one burst.
 
-use std::process::Stdio;
-
 use kcache_testing::workload::{self, PodGenerator};
+
+use crate::child::Child;
 use kcache_testing_server::FakeApiServer;
 use kcache_testing_server::fake_api_server::ServedResource;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// Namespaces the workload spreads pods over.
 pub const NAMESPACES: usize = 20;
@@ -123,8 +122,6 @@ pub async fn serve(
 /// The parent's handle on the child server.
 pub struct Server {
     child: Child,
-    stdin: ChildStdin,
-    stdout: tokio::io::Lines<BufReader<ChildStdout>>,
     /// Where it listens.
     pub url: String,
 }
@@ -136,36 +133,19 @@ impl Server {
         updates: usize,
         seed: u64,
     ) -> Result<Self, Box<dyn std::error::Error>> {
-        let mut child = Command::new(std::env::current_exe()?)
-            .args([
-                "serve",
-                "--pods",
-                &pods.to_string(),
-                "--updates",
-                &updates.to_string(),
-                "--seed",
-                &seed.to_string(),
-            ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()?;
-        let stdin = child.stdin.take().ok_or("no stdin")?;
-        let mut stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
-        let line = stdout
-            .next_line()
-            .await?
-            .ok_or("server exited before printing its URL")?;
-        let url = line
-            .strip_prefix("url ")
-            .ok_or_else(|| format!("unexpected {line:?}"))?
-            .to_owned();
-        Ok(Self {
-            child,
-            stdin,
-            stdout,
-            url,
-        })
+        let (pods, updates, seed) = (pods.to_string(), updates.to_string(), seed.to_string());
+        let mut child = Child::spawn(&[
+            "serve",
+            "--pods",
+            &pods,
+            "--updates",
+            &updates,
+            "--seed",
+            &seed,
+        ])?;
+        let line = child.expect("url ").await?;
+        let url = line.trim_start_matches("url ").to_owned();
+        Ok(Self { child, url })
     }
 
     /// Asks for `n` updates, made while the watches are paused; returns the final RV.
@@ -188,27 +168,17 @@ impl Server {
     }
 
     async fn command(&mut self, command: &str) -> Result<String, Box<dyn std::error::Error>> {
-        self.stdin
-            .write_all(format!("{command}\n").as_bytes())
-            .await?;
-        self.stdin.flush().await?;
-        Ok(self.stdout.next_line().await?.ok_or("server exited")?)
+        self.child.say(command).await?;
+        self.child.line().await
     }
 
     /// The server's CPU time so far (user plus system).
     pub async fn cpu(&mut self) -> Result<std::time::Duration, Box<dyn std::error::Error>> {
         let reply = self.command("cpu").await?;
-        let mut f = reply
-            .strip_prefix("cpu ")
-            .ok_or_else(|| format!("unexpected {reply:?}"))?
-            .split_whitespace()
-            .map(str::parse::<f64>);
-        match (f.next(), f.next()) {
-            (Some(Ok(user)), Some(Ok(system))) => {
-                Ok(std::time::Duration::from_secs_f64(user + system))
-            }
-            _ => Err(format!("unexpected {reply:?}").into()),
-        }
+        let f = crate::child::fields(&reply, "cpu ", 2)?;
+        Ok(std::time::Duration::from_secs_f64(
+            f[0].parse::<f64>()? + f[1].parse::<f64>()?,
+        ))
     }
 
     /// Waits until no watch is open (a client that exited has been noticed), for at most
@@ -231,8 +201,7 @@ impl Server {
     }
 
     /// Stops the child.
-    pub async fn quit(mut self) {
-        let _ = self.stdin.write_all(b"quit\n").await;
-        let _ = self.child.wait().await;
+    pub async fn quit(self) {
+        self.child.finish(Some("quit")).await;
     }
 }

@@ -9,13 +9,7 @@ use kcache_bench::{alloc, cli, clients, floor};
 static ALLOC: alloc::Counting = alloc::Counting;
 
 fn main() {
-    let args = match cli::parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
-    };
+    let args = cli::parse_or_exit();
     if let Err(e) = run(&args) {
         eprintln!("error: {e}");
         std::process::exit(1);
