@@ -73,7 +73,7 @@
 //!     HttpListerWatcher::<DynamicObject>::dynamic(client, ApiResource::new("", "v1", "pods", true)),
 //! );
 //! // What an informer takes:
-//! // `kcache_informer::SharedIndexInformer::new(pods, Duration::from_secs(600))`.
+//! // `kcache_informer::SharedIndexInformer::builder(pods).build()`.
 //! # drop(pods); Ok(()) }
 //! ```
 //!

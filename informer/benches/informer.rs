@@ -30,8 +30,9 @@ fn run_once(rt: &tokio::runtime::Runtime, queue: QueueKind, handlers: usize) -> 
     rt.block_on(async {
         let fake = FakeListerWatcher::<DynamicObject>::new();
         let handle = fake.handle();
-        let inf = SharedIndexInformer::new(Arc::new(fake), Duration::ZERO);
-        inf.set_queue(queue).expect("not started");
+        let inf = SharedIndexInformer::builder(Arc::new(fake))
+            .queue(queue)
+            .build();
         let seen = Arc::new(AtomicUsize::new(0));
         for _ in 0..handlers {
             let seen = Arc::clone(&seen);

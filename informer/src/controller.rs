@@ -5,11 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kcache_queue::{Deltas, ProcessError, Queue};
-use kcache_reflector::{ListOptions, ListerWatcher, Reflector, ReflectorBuilder};
-use kcache_store::{Object, Store};
+use kcache_reflector::{ErrorHook, ListOptions, ListerWatcher, Reflector, ReflectorBuilder};
+use kcache_store::{Object, TransformFn};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::{TransformFn, WatchErrorHandler};
+use crate::replace_signal::ReplaceSignal;
 
 /// The function a controller hands every popped item to.
 pub type ProcessDeltasFn<T> = Arc<dyn Fn(Deltas<T>) -> Result<(), ProcessError<T>> + Send + Sync>;
@@ -18,7 +19,7 @@ pub type ProcessDeltasFn<T> = Arc<dyn Fn(Deltas<T>) -> Result<(), ProcessError<T
 pub type ReflectorOptionsFn<T> = Box<dyn FnOnce(ReflectorBuilder<T>) -> ReflectorBuilder<T> + Send>;
 
 /// What a [`Controller`] is made of (client-go's `cache.Config`).
-pub struct Config<T: Object> {
+pub struct ControllerConfig<T: Object> {
     /// The queue between the reflector and the process function.
     pub queue: Arc<dyn Queue<T>>,
     /// Where objects come from.
@@ -29,8 +30,10 @@ pub struct Config<T: Object> {
     pub full_resync_period: Duration,
     /// Whether a resync is due now; `None` resyncs on every period.
     pub should_resync: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
-    /// Told of every list and watch error.
-    pub watch_error_handler: Option<WatchErrorHandler>,
+    /// Told of every list and watch error (and of decode errors without `decode_error_hook`).
+    pub watch_error_hook: Option<ErrorHook>,
+    /// Told of every object version that could not be decoded.
+    pub decode_error_hook: Option<ErrorHook>,
     /// Applied to every object before it is queued.
     pub transform: Option<TransformFn<T>>,
     /// Selectors carried by every list and watch.
@@ -44,7 +47,7 @@ pub struct Config<T: Object> {
     pub after_batch: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
-impl<T: Object> Config<T> {
+impl<T: Object> ControllerConfig<T> {
     /// A config with no resync, no hooks and no selectors.
     pub fn new(
         queue: Arc<dyn Queue<T>>,
@@ -57,7 +60,8 @@ impl<T: Object> Config<T> {
             process,
             full_resync_period: Duration::ZERO,
             should_resync: None,
-            watch_error_handler: None,
+            watch_error_hook: None,
+            decode_error_hook: None,
             transform: None,
             after_batch: None,
             list_options: ListOptions::default(),
@@ -67,9 +71,9 @@ impl<T: Object> Config<T> {
     }
 }
 
-impl<T: Object> fmt::Debug for Config<T> {
+impl<T: Object> fmt::Debug for ControllerConfig<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Config")
+        f.debug_struct("ControllerConfig")
             .field("full_resync_period", &self.full_resync_period)
             .field("list_options", &self.list_options)
             .finish_non_exhaustive()
@@ -86,29 +90,29 @@ pub struct Controller<T: Object> {
     reflector: Reflector<T>,
     on_synced: Option<Arc<dyn Fn() + Send + Sync>>,
     after_batch: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Notified after each replace: an empty initial list syncs the queue without a pop.
+    replaced: Arc<Notify>,
 }
 
 /// The most items one pop hands over (queues that cannot batch hand over one).
 const POP_BATCH: usize = 256;
 
-/// How often `run` checks whether the queue has synced while nothing is popped (an empty
-/// initial list syncs without a pop).
-const SYNC_POLL: Duration = Duration::from_millis(100);
-
 impl<T: Object> Controller<T> {
     /// Builds the controller and its reflector.
-    pub fn new(config: Config<T>) -> Self {
-        let mut builder = Reflector::builder(
-            config.lister_watcher,
-            Arc::clone(&config.queue) as Arc<dyn Store<T>>,
-        )
-        .resync_period(config.full_resync_period)
-        .list_options(config.list_options);
+    pub fn new(config: ControllerConfig<T>) -> Self {
+        let replaced = Arc::new(Notify::new());
+        let store = ReplaceSignal::new(Arc::clone(&config.queue), Arc::clone(&replaced));
+        let mut builder = Reflector::builder(config.lister_watcher, Arc::new(store))
+            .resync_period(config.full_resync_period)
+            .list_options(config.list_options);
         if let Some(f) = config.should_resync {
             builder = builder.should_resync(move || f());
         }
-        if let Some(h) = config.watch_error_handler {
+        if let Some(h) = config.watch_error_hook {
             builder = builder.watch_error_handler(move |e| h(e));
+        }
+        if let Some(h) = config.decode_error_hook {
+            builder = builder.decode_error_handler(move |e| h(e));
         }
         if let Some(t) = config.transform {
             builder = builder.transform(move |o| t(o));
@@ -122,6 +126,7 @@ impl<T: Object> Controller<T> {
             reflector: builder.build(),
             on_synced: config.on_synced,
             after_batch: config.after_batch,
+            replaced,
         }
     }
 
@@ -183,12 +188,18 @@ impl<T: Object> Controller<T> {
                     f();
                 }
             }
+            let replaced = self.replaced.notified();
+            tokio::pin!(replaced);
+            replaced.as_mut().enable();
+            if !synced && self.queue.has_synced() {
+                continue;
+            }
             let popped = tokio::select! {
                 biased;
                 () = cancel.cancelled() => break,
                 r = self.queue.pop_batch(POP_BATCH, &mut process) => r,
                 // Only while unsynced: an empty initial list syncs without a pop.
-                () = tokio::time::sleep(SYNC_POLL), if !synced => continue,
+                () = replaced, if !synced => continue,
             };
             if let Some(f) = &self.after_batch {
                 f();

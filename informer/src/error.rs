@@ -7,7 +7,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// `run` was called a second time, or a setting that must precede `run` came after it.
+    /// `run` was called a second time.
     #[error("informer has already started")]
     AlreadyStarted,
     /// The informer has stopped: no handler or index can be added any more.
@@ -16,9 +16,8 @@ pub enum Error {
     /// The indexer refused new indexes.
     #[error("indexer error")]
     Store(#[from] kcache_store::Error),
-    /// The operating system refused a thread (for a handler, or for
-    /// [`run_on_own_thread`](crate::SharedIndexInformer::run_on_own_thread) with its runtime), or
-    /// the informer's own thread died.
+    /// The operating system refused a thread (for a handler, or for an informer that runs on
+    /// its own thread, with its runtime), or the informer's own thread died.
     #[error("informer thread failure")]
     Thread(#[source] std::io::Error),
 }

@@ -14,9 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::SharedIndexInformer;
 
-/// Runs one informer: on the caller's task, or on a thread of its own (`true`).
-type RunFn =
-    Box<dyn Fn(CancellationToken, bool) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+/// Runs one informer.
+type RunFn = Box<dyn Fn(CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
 
 struct Entry {
     informer: Box<dyn Any + Send + Sync>,
@@ -43,11 +42,27 @@ impl InformerFactory {
         }
     }
 
-    /// The informer for `(T, resource)`, created with `lister_watcher()` the first time.
+    /// The informer for `(T, resource)`, created with `lister_watcher()` and the builder's
+    /// defaults (the factory's resync period) the first time.
     pub fn informer<T: Object>(
         &self,
         resource: &str,
         lister_watcher: impl FnOnce() -> Arc<dyn ListerWatcher<T>>,
+    ) -> SharedIndexInformer<T> {
+        let resync = self.default_resync;
+        self.informer_with(resource, move || {
+            SharedIndexInformer::builder(lister_watcher())
+                .resync(resync)
+                .build()
+        })
+    }
+
+    /// The informer for `(T, resource)`, built by `build()` the first time: for informers with
+    /// settings of their own (indexers, transform, run mode...).
+    pub fn informer_with<T: Object>(
+        &self,
+        resource: &str,
+        build: impl FnOnce() -> SharedIndexInformer<T>,
     ) -> SharedIndexInformer<T> {
         let mut map = self
             .informers
@@ -60,17 +75,12 @@ impl InformerFactory {
         {
             return existing.clone();
         }
-        let informer = SharedIndexInformer::new(lister_watcher(), self.default_resync);
+        let informer = build();
         let runner = informer.clone();
-        let run: RunFn = Box::new(move |cancel, own_thread| {
+        let run: RunFn = Box::new(move |cancel| {
             let informer = runner.clone();
             Box::pin(async move {
-                let result = if own_thread {
-                    informer.run_on_own_thread(cancel).await
-                } else {
-                    informer.run(cancel).await
-                };
-                if let Err(e) = result {
+                if let Err(e) = informer.run(cancel).await {
                     tracing::warn!(error = %e, "a shared informer did not run");
                 }
             })
@@ -87,19 +97,9 @@ impl InformerFactory {
     }
 
     /// Runs every informer not yet started until `cancel` fires, each with
-    /// [`SharedIndexInformer::run`]: on a thread of its own on a multi-threaded runtime, on the
-    /// caller's task on a current-thread one. Informers requested later need another call.
+    /// [`SharedIndexInformer::run`] in its own [`RunMode`](crate::RunMode). Informers requested
+    /// later need another call.
     pub async fn run(&self, cancel: CancellationToken) {
-        self.run_all(cancel, false).await;
-    }
-
-    /// [`run`](Self::run), with each informer on a thread of its own whatever the runtime
-    /// ([`SharedIndexInformer::run_on_own_thread`]).
-    pub async fn run_on_own_threads(&self, cancel: CancellationToken) {
-        self.run_all(cancel, true).await;
-    }
-
-    async fn run_all(&self, cancel: CancellationToken, own_threads: bool) {
         let runs: Vec<_> = {
             let mut map = self
                 .informers
@@ -109,7 +109,7 @@ impl InformerFactory {
                 .filter(|e| !e.started)
                 .map(|e| {
                     e.started = true;
-                    (e.run)(cancel.clone(), own_threads)
+                    (e.run)(cancel.clone())
                 })
                 .collect()
         };

@@ -18,9 +18,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use std::time::Duration;
-//! use kcache_informer::{HandlerFuncs, SharedIndexInformer, wait_for_cache_sync};
-//! use kcache_store::{DynamicObject, Indexers, ObjectKey, deletion_handling_key};
+//! use kcache_informer::{HandlerFuncs, SharedIndexInformer};
+//! use kcache_store::{DynamicObject, Object, ObjectKey};
 //! use kcache_testing::FakeListerWatcher;
 //! use tokio::sync::mpsc;
 //! use tokio_util::sync::CancellationToken;
@@ -30,26 +29,16 @@
 //! let api = FakeListerWatcher::<DynamicObject>::new();
 //! api.handle().add(DynamicObject::new(Some("shop"), "web"));
 //!
-//! let informer = SharedIndexInformer::with_indexers(
-//!     Arc::new(api.clone()),
-//!     Duration::from_secs(300),
-//!     Indexers::new().with_namespace(),
-//! );
+//! let informer = SharedIndexInformer::builder(Arc::new(api.clone())).build();
 //!
 //! // The handler turns every change into a key on the work queue.
 //! let (work, mut keys) = mpsc::unbounded_channel::<ObjectKey>();
 //! let (w1, w2, w3) = (work.clone(), work.clone(), work);
 //! let registration = informer.add_event_handler(
 //!     HandlerFuncs::new()
-//!         .on_added(move |o: &Arc<DynamicObject>, _| {
-//!             let _ = w1.send(kcache_store::meta_namespace_key(&**o).expect("named"));
-//!         })
-//!         .on_updated(move |_, new: &Arc<DynamicObject>| {
-//!             let _ = w2.send(kcache_store::meta_namespace_key(&**new).expect("named"));
-//!         })
-//!         .on_deleted(move |gone| {
-//!             let _ = w3.send(deletion_handling_key(gone).expect("keyed"));
-//!         }),
+//!         .on_added(move |o: &Arc<DynamicObject>, _| drop(w1.send(o.key())))
+//!         .on_updated(move |_, new: &Arc<DynamicObject>| drop(w2.send(new.key())))
+//!         .on_deleted(move |gone| drop(w3.send(gone.key()))),
 //! )?;
 //!
 //! let cancel = CancellationToken::new();
@@ -57,7 +46,7 @@
 //!     let (informer, cancel) = (informer.clone(), cancel.clone());
 //!     async move { informer.run(cancel).await }
 //! });
-//! assert!(wait_for_cache_sync(&cancel, &[&|| registration.has_synced()]).await);
+//! assert!(registration.synced().await);
 //!
 //! // The worker: reconcile each key against the cache, never against the server.
 //! let lister = informer.lister();
@@ -88,21 +77,21 @@ mod process;
 mod processor;
 mod read_only;
 mod registration;
+mod replace_signal;
 mod shared_informer;
 mod stream;
+mod sync_signal;
 mod transform;
-mod wait;
 
-pub use self::controller::{Config, Controller, ProcessDeltasFn, ReflectorOptionsFn};
+pub use self::controller::{Controller, ControllerConfig, ProcessDeltasFn, ReflectorOptionsFn};
 pub use self::error::{Error, Result};
 pub use self::event::Event;
 pub use self::factory::InformerFactory;
 pub use self::handler::{FilteringHandler, HandlerFuncs, ResourceEventHandler};
 pub use self::read_only::ReadOnlyIndexer;
 pub use self::registration::Registration;
-pub use self::shared_informer::{
-    QueueKind, RunPart, SharedIndexInformer, TransformFn, WatchErrorHandler,
-};
+pub use self::shared_informer::{InformerBuilder, QueueKind, RunMode, SharedIndexInformer};
 pub use self::stream::EventStream;
 pub use self::transform::{ClearManagedFields, strip_managed_fields};
-pub use self::wait::wait_for_cache_sync;
+pub use kcache_reflector::{BoxError, ErrorHook};
+pub use kcache_store::TransformFn;

@@ -8,10 +8,11 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
 use crate::handler::dispatch;
+use crate::sync_signal::SyncSignal;
 use crate::{Event, ResourceEventHandler};
 
 /// Pending events at which a slow handler is first reported (client-go traces at 1024 too).
@@ -44,10 +45,12 @@ pub(crate) struct Shared<T> {
     depth: AtomicUsize,
     /// Initial-list adds queued and not yet delivered.
     outstanding_initial: AtomicUsize,
-    /// Set by the informer once its queue has processed the initial list.
-    informer_synced: Arc<AtomicBool>,
+    /// The informer's own sync state: synced once its queue has processed the initial list.
+    informer: Arc<SyncSignal>,
     synced_latch: AtomicBool,
     closed: AtomicBool,
+    /// Notified when the last initial-list add is delivered and when the listener closes.
+    changed: Notify,
     /// How long handed-back events wait for a push before the delivery thread drops them.
     linger: Duration,
 }
@@ -62,8 +65,8 @@ impl<T> Shared<T> {
         if self.synced_latch.load(Ordering::Acquire) {
             return true;
         }
-        let synced = self.informer_synced.load(Ordering::Acquire)
-            && self.outstanding_initial.load(Ordering::Acquire) == 0;
+        let synced =
+            self.informer.is_synced() && self.outstanding_initial.load(Ordering::Acquire) == 0;
         if synced {
             self.synced_latch.store(true, Ordering::Release);
         }
@@ -76,6 +79,30 @@ impl<T> Shared<T> {
 
     pub(crate) fn mark_closed(&self) {
         self.closed.store(true, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    /// Resolves with `true` once [`has_synced`](Self::has_synced), `false` once the listener
+    /// closed (removed, dropped, or its informer stopped) without having synced. Woken by the
+    /// informer's sync, the last initial-list delivery and the close; never polls.
+    pub(crate) async fn synced(&self) -> bool {
+        loop {
+            let own = self.changed.notified();
+            let informer = self.informer.changed().notified();
+            tokio::pin!(own, informer);
+            own.as_mut().enable();
+            informer.as_mut().enable();
+            if self.has_synced() {
+                return true;
+            }
+            if self.is_closed() || self.informer.is_stopped() {
+                return false;
+            }
+            tokio::select! {
+                () = own => {}
+                () = informer => {}
+            }
+        }
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -85,8 +112,8 @@ impl<T> Shared<T> {
     /// Bookkeeping once an event has been handed to its consumer.
     pub(crate) fn delivered(&self, initial: bool) {
         self.depth.fetch_sub(1, Ordering::AcqRel);
-        if initial {
-            self.outstanding_initial.fetch_sub(1, Ordering::AcqRel);
+        if initial && self.outstanding_initial.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.changed.notify_waiters();
         }
     }
 }
@@ -124,7 +151,7 @@ pub(crate) struct Listener<T> {
 }
 
 impl<T: Send + Sync + 'static> Listener<T> {
-    fn shared(informer_synced: Arc<AtomicBool>, linger: Duration) -> Arc<Shared<T>> {
+    fn shared(informer: Arc<SyncSignal>, linger: Duration) -> Arc<Shared<T>> {
         Arc::new(Shared {
             buffer: Mutex::new(Buffer {
                 events: VecDeque::new(),
@@ -135,9 +162,10 @@ impl<T: Send + Sync + 'static> Listener<T> {
             ready: Condvar::new(),
             depth: AtomicUsize::new(0),
             outstanding_initial: AtomicUsize::new(0),
-            informer_synced,
+            informer,
             synced_latch: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            changed: Notify::new(),
             linger,
         })
     }
@@ -147,19 +175,19 @@ impl<T: Send + Sync + 'static> Listener<T> {
         id: u64,
         handler: Arc<dyn ResourceEventHandler<T>>,
         resync: Duration,
-        informer_synced: Arc<AtomicBool>,
+        informer: Arc<SyncSignal>,
     ) -> std::io::Result<Self> {
-        Self::with_handler_linger(id, handler, resync, informer_synced, SPENT_LINGER)
+        Self::with_handler_linger(id, handler, resync, informer, SPENT_LINGER)
     }
 
     fn with_handler_linger(
         id: u64,
         handler: Arc<dyn ResourceEventHandler<T>>,
         resync: Duration,
-        informer_synced: Arc<AtomicBool>,
+        informer: Arc<SyncSignal>,
         linger: Duration,
     ) -> std::io::Result<Self> {
-        let shared = Self::shared(informer_synced, linger);
+        let shared = Self::shared(informer, linger);
         let worker = Arc::clone(&shared);
         let thread = thread::Builder::new()
             .name(format!("kcache-handler-{id}"))
@@ -184,11 +212,11 @@ impl<T: Send + Sync + 'static> Listener<T> {
         id: u64,
         tx: mpsc::UnboundedSender<Event<T>>,
         resync: Duration,
-        informer_synced: Arc<AtomicBool>,
+        informer: Arc<SyncSignal>,
     ) -> Self {
         Self {
             id,
-            shared: Self::shared(informer_synced, SPENT_LINGER),
+            shared: Self::shared(informer, SPENT_LINGER),
             sink: Sink::Channel(tx),
             resync: Mutex::new(Resync {
                 requested: resync,
@@ -276,7 +304,7 @@ impl<T: Send + Sync + 'static> Listener<T> {
 
     /// Stops delivery: pending events are dropped, an event being handled finishes.
     pub(crate) fn close(&self) {
-        self.shared.closed.store(true, Ordering::Release);
+        self.shared.mark_closed();
         let mut buf = self.shared.lock();
         buf.closed = true;
         let pending = std::mem::take(&mut buf.events);
@@ -432,7 +460,7 @@ mod tests {
             1,
             Arc::new(funcs),
             Duration::ZERO,
-            Arc::new(AtomicBool::new(true)),
+            Arc::new(crate::sync_signal::SyncSignal::default()),
             linger,
         )
         .unwrap();

@@ -23,6 +23,40 @@ impl<T> Registration<T> {
         self.shared.has_synced()
     }
 
+    /// Resolves with `true` once [`has_synced`](Self::has_synced), `false` if the handler is
+    /// removed or the informer stops first. Woken by the informer, never polled; the future
+    /// owns what it needs, so it can be spawned or joined with others.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use kcache_informer::{HandlerFuncs, SharedIndexInformer};
+    /// # use kcache_store::DynamicObject;
+    /// # use tokio_util::sync::CancellationToken;
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let api = kcache_testing::FakeListerWatcher::<DynamicObject>::new();
+    /// api.handle().add(DynamicObject::new(Some("shop"), "web"));
+    /// let informer = SharedIndexInformer::builder(Arc::new(api)).build();
+    /// let registration = informer.add_event_handler(HandlerFuncs::new())?;
+    /// let cancel = CancellationToken::new();
+    /// let running = tokio::spawn({
+    ///     let (informer, cancel) = (informer.clone(), cancel.clone());
+    ///     async move { informer.run(cancel).await }
+    /// });
+    /// assert!(registration.synced().await); // the handler has seen "shop/web"
+    /// cancel.cancel();
+    /// running.await??;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn synced(&self) -> impl Future<Output = bool> + Send + 'static
+    where
+        T: Send + Sync + 'static,
+    {
+        let shared = Arc::clone(&self.shared);
+        async move { shared.synced().await }
+    }
+
     /// Events waiting in this handler's buffer: how far behind the handler is.
     pub fn buffer_depth(&self) -> usize {
         self.shared.depth()

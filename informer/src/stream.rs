@@ -32,6 +32,18 @@ impl<T> EventStream<T> {
         self.shared.has_synced()
     }
 
+    /// Resolves with `true` once [`has_synced`](Self::has_synced), `false` if the stream is
+    /// dropped or the informer stops first. The initial adds count as delivered when the
+    /// stream yields them, so poll the stream while waiting: the future owns what it needs and
+    /// can be spawned, or raced against the stream.
+    pub fn synced(&self) -> impl Future<Output = bool> + Send + 'static
+    where
+        T: Send + Sync + 'static,
+    {
+        let shared = Arc::clone(&self.shared);
+        async move { shared.synced().await }
+    }
+
     /// Events waiting in this stream's buffer.
     pub fn buffer_depth(&self) -> usize {
         self.shared.depth()

@@ -2,7 +2,7 @@
 
 pub use kcache_store::ClearManagedFields;
 
-/// A transform for [`set_transform`](crate::SharedIndexInformer::set_transform) that drops
+/// A transform for [`InformerBuilder::transform`](crate::InformerBuilder::transform) that drops
 /// `metadata.managedFields`. Idempotent, as transforms must be. Works for
 /// [`DynamicObject`](kcache_store::DynamicObject) and, with `kcache-store`'s `k8s-openapi`
 /// feature, for every k8s-openapi type.

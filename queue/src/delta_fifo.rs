@@ -7,12 +7,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use kcache_store::{
     DeletedFinalStateUnknown, KeyFunc, KnownObjects, Object, ObjectKey, ObjectOrTombstone,
-    default_key_func,
+    TransformFn, default_key_func,
 };
 
 use crate::known_objects::{SharedKnown, share};
 use crate::lifecycle::{Lifecycle, Population};
-use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue, TransformFunc};
+use crate::transform::{ArcTransform, on_arcs};
+use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue};
 
 /// client-go's `DeltaFIFO`: for every key, the deltas accumulated since it was last popped,
 /// oldest first; keys pop in the order they were first queued.
@@ -63,7 +64,7 @@ pub struct DeltaFifo<T> {
     key_func: KeyFunc<T>,
     known: Option<SharedKnown<T>>,
     emit_replaced: bool,
-    transformer: Option<TransformFunc<T>>,
+    transformer: Option<ArcTransform<T>>,
 }
 
 struct State<T> {
@@ -112,7 +113,7 @@ pub struct DeltaFifoBuilder<T> {
     key_func: KeyFunc<T>,
     known: Option<SharedKnown<T>>,
     emit_replaced: bool,
-    transformer: Option<TransformFunc<T>>,
+    transformer: Option<ArcTransform<T>>,
 }
 
 impl<T: Object> DeltaFifoBuilder<T> {
@@ -137,9 +138,13 @@ impl<T: Object> DeltaFifoBuilder<T> {
         self
     }
 
-    /// The transformer applied to objects entering the queue.
-    pub fn transformer(mut self, transformer: TransformFunc<T>) -> Self {
-        self.transformer = Some(transformer);
+    /// The transform applied to objects entering the queue. It is given each object by value:
+    /// moved out of its `Arc` when the queue holds the only reference, cloned otherwise.
+    pub fn transformer(mut self, transformer: TransformFn<T>) -> Self
+    where
+        T: Clone,
+    {
+        self.transformer = Some(on_arcs(transformer));
         self
     }
 

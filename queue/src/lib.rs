@@ -103,4 +103,4 @@ pub use self::error::{PopError, ProcessError};
 pub use self::fifo::Fifo;
 pub use self::queue::{PopFuture, ProcessFn, Queue};
 pub use self::real_fifo::{RealFifo, RealFifoBuilder};
-pub use self::transform::TransformFunc;
+pub use kcache_store::TransformFn;

@@ -6,12 +6,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use kcache_store::{
     DeletedFinalStateUnknown, KeyFunc, KnownObjects, Object, ObjectKey, ObjectOrTombstone,
-    default_key_func,
+    TransformFn, default_key_func,
 };
 
 use crate::known_objects::{SharedKnown, share};
 use crate::lifecycle::{Lifecycle, Population};
-use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue, TransformFunc};
+use crate::transform::{ArcTransform, on_arcs};
+use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue};
 
 /// client-go's `RealFIFO` with atomic events (its default since 1.36): a plain FIFO of every
 /// notification, no merging per key, no dropped deletes.
@@ -60,7 +61,7 @@ pub struct RealFifo<T> {
     life: Lifecycle,
     key_func: KeyFunc<T>,
     known: Option<SharedKnown<T>>,
-    transformer: Option<TransformFunc<T>>,
+    transformer: Option<ArcTransform<T>>,
 }
 
 struct State<T> {
@@ -74,7 +75,7 @@ struct State<T> {
 pub struct RealFifoBuilder<T> {
     key_func: KeyFunc<T>,
     known: Option<SharedKnown<T>>,
-    transformer: Option<TransformFunc<T>>,
+    transformer: Option<ArcTransform<T>>,
 }
 
 impl<T: Object> RealFifoBuilder<T> {
@@ -90,9 +91,13 @@ impl<T: Object> RealFifoBuilder<T> {
         self
     }
 
-    /// The transformer applied to objects entering the queue.
-    pub fn transformer(mut self, transformer: TransformFunc<T>) -> Self {
-        self.transformer = Some(transformer);
+    /// The transform applied to objects entering the queue. It is given each object by value:
+    /// moved out of its `Arc` when the queue holds the only reference, cloned otherwise.
+    pub fn transformer(mut self, transformer: TransformFn<T>) -> Self
+    where
+        T: Clone,
+    {
+        self.transformer = Some(on_arcs(transformer));
         self
     }
 

@@ -1,12 +1,17 @@
-//! [`TransformFunc`]: the hook that rewrites objects as they enter a queue.
+//! How a queue applies a [`TransformFn`]: to objects that are already shared as `Arc`s.
 
 use std::sync::Arc;
 
-/// Rewrites an object as it enters a queue (client-go's `TransformFunc`), e.g. to drop
-/// `metadata.managedFields` before it is cached.
-///
-/// Applied to the objects of `add`, `update`, `delete` (when the delete is queued) and `replace`;
-/// never to tombstones or to the objects of a resync, which come from the cache and were
-/// transformed already. It must keep the object's key and be idempotent: the same object may be
-/// transformed more than once.
-pub type TransformFunc<T> = Arc<dyn Fn(Arc<T>) -> Arc<T> + Send + Sync>;
+use kcache_store::TransformFn;
+
+/// A [`TransformFn`] as a queue applies it to the `Arc`s it is given. The object is moved out of
+/// its `Arc` when the queue holds the only reference (as it does for everything a reflector
+/// decodes), and cloned only when the caller kept one.
+pub(crate) type ArcTransform<T> = Arc<dyn Fn(Arc<T>) -> Arc<T> + Send + Sync>;
+
+/// Wraps `transform` for a queue.
+pub(crate) fn on_arcs<T: Clone + Send + Sync + 'static>(
+    transform: TransformFn<T>,
+) -> ArcTransform<T> {
+    Arc::new(move |obj| Arc::new(transform(Arc::unwrap_or_clone(obj))))
+}

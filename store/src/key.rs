@@ -41,6 +41,24 @@ impl ObjectKey {
         }
     }
 
+    /// The key of `obj`: `namespace/name`, or `name` when it has no namespace.
+    ///
+    /// Infallible, for the objects kcache hands out: every object in a cache, in an event or
+    /// in a handler call has a name, because the reflector leaves nameless objects out (and
+    /// reports them). For an object of unknown origin, [`meta_namespace_key`] checks the name.
+    /// [`Object::key`] is the same as a method, which works through `Arc`s and references.
+    ///
+    /// ```
+    /// use kcache_store::{DynamicObject, ObjectKey};
+    ///
+    /// let web = DynamicObject::new(Some("shop"), "web");
+    /// assert_eq!(ObjectKey::of(&web), "shop/web");
+    /// ```
+    #[must_use]
+    pub fn of<T: Object + ?Sized>(obj: &T) -> Self {
+        Self::new(obj.namespace(), obj.name().unwrap_or_default())
+    }
+
     /// A key taken verbatim, like client-go's `ExplicitKey`: no format is checked, so custom key
     /// functions can use any text.
     #[must_use]

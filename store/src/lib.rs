@@ -61,6 +61,7 @@ mod selector;
 mod store;
 mod thread_safe_store;
 mod tombstone;
+mod transform;
 
 pub use self::api_resource::ApiResource;
 pub use self::cache::Cache;
@@ -80,3 +81,4 @@ pub use self::selector::{Operator, Requirement, Selector};
 pub use self::store::{KnownObjects, Store};
 pub use self::thread_safe_store::ThreadSafeStore;
 pub use self::tombstone::{DeletedFinalStateUnknown, ObjectOrTombstone, deletion_handling_key};
+pub use self::transform::TransformFn;

@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 /// let w = Widget { name: "a".into(), rv: "7".into() };
 /// assert_eq!(w.name(), Some("a"));
 /// assert!(w.labels().is_none());
+/// assert_eq!(std::sync::Arc::new(w).key(), "a");
 /// ```
 pub trait Object: Send + Sync + 'static {
     /// `metadata.name`.
@@ -55,5 +56,10 @@ pub trait Object: Send + Sync + 'static {
     /// `metadata.generation`.
     fn generation(&self) -> Option<i64> {
         None
+    }
+    /// The object's key, `namespace/name` ([`ObjectKey::of`](crate::ObjectKey::of)). As a
+    /// method it reaches through `Arc`s and references: `obj.key()` in a handler.
+    fn key(&self) -> crate::ObjectKey {
+        crate::ObjectKey::of(self)
     }
 }

@@ -75,6 +75,18 @@ impl<T> ObjectOrTombstone<T> {
     }
 }
 
+impl<T: Object> ObjectOrTombstone<T> {
+    /// The key: the object's `namespace/name`, or the tombstone's own key. Infallible for what
+    /// an informer delivers (see [`ObjectKey::of`]); [`deletion_handling_key`] checks the name.
+    #[must_use]
+    pub fn key(&self) -> ObjectKey {
+        match self {
+            Self::Object(o) => ObjectKey::of(&**o),
+            Self::Tombstone(t) => t.key.clone(),
+        }
+    }
+}
+
 impl<T> Clone for ObjectOrTombstone<T> {
     fn clone(&self) -> Self {
         match self {

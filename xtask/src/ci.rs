@@ -1,12 +1,13 @@
 //! `cargo xtask ci`: every check CI runs, in order, stopping at the first that fails.
 //!
-//! The steps are formatting, clippy, the tests (unit, integration and doc), the docs, then the
+//! The steps are formatting, clippy, the tests (unit, integration and doc), the docs, the
+//! README's "Use it" program built from its own Cargo.toml lines ([`readme`]), then the
 //! in-process [`deps`] and [`tidy`] checks. Each step is announced on
 //! stderr as it starts; a failure names the step.
 
 use std::path::Path;
 
-use crate::{Failure, cargo, deps, tidy};
+use crate::{Failure, cargo, deps, readme, tidy};
 
 /// One step of the CI run.
 #[derive(Debug)]
@@ -73,6 +74,7 @@ fn steps(locked: bool) -> Vec<(&'static str, Step)> {
                 defaults: &[(K8S_OPENAPI_VERSION_VAR, "1.37")],
             },
         ),
+        ("readme", Step::InProcess(readme::run)),
         ("deps", Step::InProcess(deps::run)),
         ("tidy", Step::InProcess(tidy::run)),
     ]
@@ -148,7 +150,7 @@ mod tests {
     fn steps_run_in_the_documented_order() {
         assert_eq!(
             names(false),
-            ["fmt", "clippy", "test", "doc", "deps", "tidy"]
+            ["fmt", "clippy", "test", "doc", "readme", "deps", "tidy"]
         );
     }
 

@@ -19,8 +19,8 @@
 //! - `kcache-store` has no async dependency ([`ASYNC_CRATES`]).
 //! - The runtime-free libraries ([`RUNTIME_FREE`]) may use `tokio`, but never with a feature of
 //!   [`RUNTIME_FEATURES`]: the application picks the runtime. The one exception
-//!   ([`RUNTIME_ALLOWED`]): `kcache-informer` enables `rt` to build the single-threaded runtime of
-//!   the thread it runs on when asked to (`run_on_own_thread`); it opens no socket.
+//!   ([`RUNTIME_ALLOWED`]): `kcache-informer` enables `rt` to build the single-threaded runtime
+//!   of the thread an informer runs on when it takes one (`RunMode`); it opens no socket.
 //!
 //! [`check`] is a pure function over the metadata, so the tests feed it synthetic workspaces.
 
@@ -87,7 +87,7 @@ const ASYNC_CRATES: &[&str] = &["tokio", "tokio-util", "futures*", "async-trait"
 
 /// The libraries whose `tokio` dependency must not enable [`RUNTIME_FEATURES`].
 /// `kcache-informer` may enable `rt` alone, for the single-threaded runtime of
-/// `SharedIndexInformer::run_on_own_thread` (see [`RUNTIME_ALLOWED`]).
+/// an informer that runs on a thread of its own (see [`RUNTIME_ALLOWED`]).
 const RUNTIME_FREE: &[&str] = &[
     "kcache-store",
     "kcache-queue",

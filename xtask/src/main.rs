@@ -14,6 +14,7 @@ mod chaos;
 mod ci;
 mod deps;
 mod fuzz;
+mod readme;
 mod tidy;
 
 use std::env;
@@ -26,9 +27,10 @@ const USAGE: &str = "\
 Usage: cargo xtask <TASK>
 
 Tasks:
-  ci      run every CI check in order: fmt, clippy, test, doc, deps, tidy
+  ci      run every CI check in order: fmt, clippy, test, doc, readme, deps, tidy
   deps    check every dependency edge against the layering table (ARCHITECTURE.md)
   tidy    check file headers, leftover debug macros, package names and manifests
+  readme  build the README's 'Use it' dependencies and program as a user would
   fuzz    run each client-http fuzz target briefly (nightly; `--seconds N`, default 30)
   chaos   the full stack against the fake API server with random faults (`--seeds N`, default
           20, or `--seed S` to replay one); prints the seed of any failure
@@ -48,6 +50,8 @@ enum Task {
     Deps,
     /// `cargo xtask tidy`.
     Tidy,
+    /// `cargo xtask readme`.
+    Readme,
     /// `cargo xtask fuzz [--seconds N]`: seconds per target.
     Fuzz(u64),
     /// `cargo xtask chaos [--seeds N | --seed S]`.
@@ -65,6 +69,7 @@ impl Task {
             "ci" => Some(Self::Ci),
             "deps" => Some(Self::Deps),
             "tidy" => Some(Self::Tidy),
+            "readme" => Some(Self::Readme),
             "fuzz" => Some(Self::Fuzz(fuzz::DEFAULT_SECONDS)),
             "chaos" => Some(Self::Chaos(chaos::Seeds::default())),
             "bench" => Some(Self::Bench(Vec::new())),
@@ -79,6 +84,7 @@ impl Task {
             Self::Ci => ci::run(root),
             Self::Deps => deps::run(root),
             Self::Tidy => tidy::run(root),
+            Self::Readme => readme::run(root),
             Self::Fuzz(seconds) => fuzz::run(root, seconds),
             Self::Chaos(seeds) => chaos::run(root, seeds),
             Self::Bench(args) => bench::run(root, &args),

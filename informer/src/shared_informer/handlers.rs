@@ -1,7 +1,7 @@
 //! Handlers and streams of a [`SharedIndexInformer`]: added before or after start (a late one
 //! first receives the cache as initial adds), each with its own resync period, removable.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use crate::listener::Listener;
 use crate::processor::{MINIMUM_RESYNC_PERIOD, determine_resync_period};
+use crate::sync_signal::SyncSignal;
 use crate::{Error, Event, EventStream, Registration, ResourceEventHandler, Result};
 
 use super::SharedIndexInformer;
@@ -77,7 +78,7 @@ impl<T: Object> SharedIndexInformer<T> {
     fn register(
         &self,
         requested: Duration,
-        make: impl FnOnce(u64, Arc<AtomicBool>) -> Result<Listener<T>>,
+        make: impl FnOnce(u64, Arc<SyncSignal>) -> Result<Listener<T>>,
     ) -> Result<Registration<T>> {
         let mut s = self.settings();
         if s.stopped {
@@ -101,7 +102,7 @@ impl<T: Object> SharedIndexInformer<T> {
             }
         }
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let listener = make(id, Arc::clone(&self.inner.synced))?;
+        let listener = make(id, Arc::clone(&self.inner.sync))?;
         {
             let mut r = listener
                 .resync

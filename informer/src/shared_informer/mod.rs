@@ -1,21 +1,24 @@
 //! [`SharedIndexInformer`]: one list/watch, one indexed cache, many handlers and streams.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use kcache_reflector::{ListOptions, ListerWatcher};
-use kcache_store::{Cache, Indexers, Lister, Object};
+use kcache_reflector::{ErrorHook, ListOptions, ListerWatcher};
+use kcache_store::{Cache, Indexers, KeyFunc, Lister, Object, TransformFn};
 
 use crate::controller::{Controller, ReflectorOptionsFn};
 use crate::processor::Processor;
+use crate::sync_signal::SyncSignal;
 use crate::{Error, ReadOnlyIndexer, Result};
 
+mod builder;
 mod handlers;
 mod run;
 
-pub use self::run::RunPart;
+pub use self::builder::InformerBuilder;
+pub use self::run::RunMode;
 
 /// Which queue sits between the reflector and the cache.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -28,13 +31,8 @@ pub enum QueueKind {
     DeltaFifo,
 }
 
-/// A function applied to every object before it enters the cache (client-go's `TransformFunc`).
-pub type TransformFn<T> = Arc<dyn Fn(T) -> T + Send + Sync>;
-
-/// Called with every list or watch error (client-go's `WatchErrorHandler`).
-pub type WatchErrorHandler = Arc<dyn Fn(&kcache_reflector::Error) + Send + Sync>;
-
-/// Everything that may change before `run`.
+/// The informer's settings and lifecycle: what the builder chose (taken at start) and what
+/// handlers change before start.
 struct Settings<T: Object> {
     started: bool,
     stopped: bool,
@@ -44,9 +42,12 @@ struct Settings<T: Object> {
     default_handler_resync: Duration,
     queue: QueueKind,
     transform: Option<TransformFn<T>>,
-    watch_error_handler: Option<WatchErrorHandler>,
+    key_func: Option<KeyFunc<T>>,
+    watch_error_hook: Option<ErrorHook>,
+    decode_error_hook: Option<ErrorHook>,
     list_options: ListOptions,
     reflector_options: Option<ReflectorOptionsFn<T>>,
+    run_mode: RunMode,
     controller: Option<Arc<Controller<T>>>,
 }
 
@@ -54,7 +55,7 @@ struct Inner<T: Object> {
     lw: Arc<dyn ListerWatcher<T>>,
     indexer: Arc<Cache<T>>,
     processor: Processor<T>,
-    synced: Arc<AtomicBool>,
+    sync: Arc<SyncSignal>,
     settings: Mutex<Settings<T>>,
     /// Held while a popped item is processed and while a late handler joins, so a new handler
     /// sees every object exactly once: in its replay or as a later event.
@@ -81,33 +82,40 @@ pub struct SharedIndexInformer<T: Object> {
 }
 
 impl<T: Object> SharedIndexInformer<T> {
-    /// An informer over `lw` whose handlers resync every `resync` (zero: never).
-    pub fn new(lw: Arc<dyn ListerWatcher<T>>, resync: Duration) -> Self {
-        Self::with_indexers(lw, resync, Indexers::new())
+    /// Starts building an informer over `lister_watcher`: see [`InformerBuilder`] for the
+    /// settings and their defaults.
+    pub fn builder(lister_watcher: Arc<dyn ListerWatcher<T>>) -> InformerBuilder<T> {
+        InformerBuilder::new(lister_watcher)
     }
 
-    /// An informer with `indexers` on its cache.
-    pub fn with_indexers(
-        lw: Arc<dyn ListerWatcher<T>>,
-        resync: Duration,
-        indexers: Indexers<T>,
-    ) -> Self {
+    fn from_builder(b: InformerBuilder<T>) -> Self {
+        let mut indexers = b.indexers;
+        if b.namespace_index && !indexers.contains(kcache_store::NAMESPACE_INDEX) {
+            indexers = indexers.with_namespace();
+        }
+        let cache = match &b.key_func {
+            Some(key_func) => Cache::with_key_func(Arc::clone(key_func), indexers),
+            None => Cache::with_indexers(indexers),
+        };
         Self {
             inner: Arc::new(Inner {
-                lw,
-                indexer: Arc::new(Cache::with_indexers(indexers)),
+                lw: b.lw,
+                indexer: Arc::new(cache),
                 processor: Processor::new(),
-                synced: Arc::new(AtomicBool::new(false)),
+                sync: Arc::new(SyncSignal::default()),
                 settings: Mutex::new(Settings {
                     started: false,
                     stopped: false,
-                    resync_check: resync,
-                    default_handler_resync: resync,
-                    queue: QueueKind::default(),
-                    transform: None,
-                    watch_error_handler: None,
-                    list_options: ListOptions::default(),
-                    reflector_options: None,
+                    resync_check: b.resync,
+                    default_handler_resync: b.resync,
+                    queue: b.queue,
+                    transform: b.transform,
+                    key_func: b.key_func,
+                    watch_error_hook: b.watch_error_hook,
+                    decode_error_hook: b.decode_error_hook,
+                    list_options: b.list_options,
+                    reflector_options: b.reflector_options,
+                    run_mode: b.run_mode,
                     controller: None,
                 }),
                 block_deltas: Mutex::new(()),
@@ -121,80 +129,6 @@ impl<T: Object> SharedIndexInformer<T> {
             .settings
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn before_start(&self, f: impl FnOnce(&mut Settings<T>)) -> Result<()> {
-        let mut s = self.settings();
-        if s.started {
-            return Err(Error::AlreadyStarted);
-        }
-        f(&mut s);
-        Ok(())
-    }
-
-    /// Chooses the queue ([`QueueKind::RealFifo`] by default).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::AlreadyStarted`] after `run`.
-    pub fn set_queue(&self, kind: QueueKind) -> Result<()> {
-        self.before_start(|s| s.queue = kind)
-    }
-
-    /// Sets a function applied to every listed or watched object before it is cached, such as
-    /// [`strip_managed_fields`](crate::strip_managed_fields). It must be idempotent.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::AlreadyStarted`] after `run`.
-    pub fn set_transform(&self, transform: impl Fn(T) -> T + Send + Sync + 'static) -> Result<()> {
-        self.before_start(|s| s.transform = Some(Arc::new(transform)))
-    }
-
-    /// Sets the function told of every list and watch error (the informer retries with backoff).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::AlreadyStarted`] after `run`.
-    pub fn set_watch_error_handler(
-        &self,
-        handler: impl Fn(&kcache_reflector::Error) + Send + Sync + 'static,
-    ) -> Result<()> {
-        self.before_start(|s| s.watch_error_handler = Some(Arc::new(handler)))
-    }
-
-    /// Sets the label/field selectors every list and watch carries.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::AlreadyStarted`] after `run`.
-    pub fn set_list_options(&self, options: ListOptions) -> Result<()> {
-        self.before_start(|s| s.list_options = options)
-    }
-
-    /// Adjusts the reflector this informer will build: backoff, page size, streaming list,
-    /// idle timeout, name (see [`ReflectorBuilder`](kcache_reflector::ReflectorBuilder)).
-    ///
-    /// ```
-    /// # use std::{sync::Arc, time::Duration};
-    /// # use kcache_informer::SharedIndexInformer;
-    /// # use kcache_store::DynamicObject;
-    /// # let informer = SharedIndexInformer::<DynamicObject>::new(
-    /// #     Arc::new(kcache_testing::FakeListerWatcher::new()), Duration::ZERO);
-    /// informer.set_reflector_options(|b| b.name("pods").page_size(1000))?;
-    /// # Ok::<(), kcache_informer::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// [`Error::AlreadyStarted`] after `run`.
-    pub fn set_reflector_options(
-        &self,
-        f: impl FnOnce(kcache_reflector::ReflectorBuilder<T>) -> kcache_reflector::ReflectorBuilder<T>
-        + Send
-        + 'static,
-    ) -> Result<()> {
-        self.before_start(|s| s.reflector_options = Some(Box::new(f)))
     }
 
     /// Adds indexes, before or after start; objects already cached are indexed at once.
@@ -215,7 +149,16 @@ impl<T: Object> SharedIndexInformer<T> {
     /// True once the initial list has been processed into the cache (not that handlers saw it:
     /// ask their [`Registration`](crate::Registration)s).
     pub fn has_synced(&self) -> bool {
-        self.inner.synced.load(Ordering::Acquire)
+        self.inner.sync.is_synced()
+    }
+
+    /// Resolves with `true` once the initial list has been processed into the cache, `false`
+    /// if the informer stops first. Woken by the informer, never polled; the future owns what
+    /// it needs, so several can be joined (`tokio::join!(pods.synced(), nodes.synced())`) or
+    /// raced against a cancellation.
+    pub fn synced(&self) -> impl Future<Output = bool> + Send + 'static {
+        let sync = Arc::clone(&self.inner.sync);
+        async move { sync.wait().await }
     }
 
     /// Whether the informer has stopped.
@@ -271,7 +214,7 @@ impl<T: Object> Clone for SharedIndexInformer<T> {
 impl<T: Object> fmt::Debug for SharedIndexInformer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedIndexInformer")
-            .field("synced", &self.inner.synced.load(Ordering::Relaxed))
+            .field("synced", &self.inner.sync.is_synced())
             .finish_non_exhaustive()
     }
 }

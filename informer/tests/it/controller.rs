@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use kcache_informer::{Config, Controller};
+use kcache_informer::{Controller, ControllerConfig};
 use kcache_queue::{Queue, RealFifo};
 use kcache_store::DynamicObject;
 use kcache_testing::FakeListerWatcher;
@@ -21,7 +21,7 @@ async fn after_batch_follows_every_processed_batch() {
     // Deltas processed: the initial list is one ReplacedAll, then one Added per object.
     let processed = Arc::new(AtomicUsize::new(0));
     let count = Arc::clone(&processed);
-    let mut config = Config::new(
+    let mut config = ControllerConfig::new(
         queue,
         Arc::new(fake),
         Arc::new(move |deltas: kcache_queue::Deltas<DynamicObject>| {

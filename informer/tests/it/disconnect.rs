@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use kcache_informer::{EventStream, QueueKind, wait_for_cache_sync};
+use kcache_informer::{EventStream, QueueKind};
 use kcache_store::DynamicObject;
 
-use crate::support::{Recorder, Seen, cache_state, fake_state, informer, pod, replay, start};
+use crate::support::{Recorder, Seen, cache_state, fake_state, informer_of, pod, replay, start};
 
 /// Drains `stream` until `done` holds for everything seen, under paused time.
 async fn collect(
@@ -27,15 +27,14 @@ async fn collect(
 #[tokio::test(start_paused = true)]
 async fn missed_delete_arrives_as_a_tombstone_with_either_queue() {
     for queue in [QueueKind::RealFifo, QueueKind::DeltaFifo] {
-        let (fake, inf) = informer(Duration::ZERO);
-        inf.set_queue(queue).unwrap();
+        let (fake, inf) = informer_of(Duration::ZERO, |b| b.queue(queue));
         fake.add(pod("ns", "a"));
         fake.add(pod("ns", "b"));
         let mut stream = inf.subscribe().unwrap();
         let (cancel, run) = start(&inf);
         let mut seen = Vec::new();
         collect(&mut stream, &mut seen, |s| s.len() == 2).await;
-        assert!(wait_for_cache_sync(&cancel, &[&|| stream.has_synced()]).await);
+        assert!(stream.synced().await);
 
         // While the watch is down: b goes, c comes, and the history is compacted, so the
         // reflector must relist to find out.
@@ -66,8 +65,7 @@ async fn missed_delete_arrives_as_a_tombstone_with_either_queue() {
 
 #[tokio::test]
 async fn handler_threads_converge_after_a_relist() {
-    let (fake, inf) = informer(Duration::ZERO);
-    inf.set_queue(QueueKind::DeltaFifo).unwrap();
+    let (fake, inf) = informer_of(Duration::ZERO, |b| b.queue(QueueKind::DeltaFifo));
     for i in 0..10 {
         fake.add(pod("ns", &format!("p{i}")));
     }

@@ -1,25 +1,24 @@
 //! Handlers added before start, during and after sync; removal; slow and panicking handlers;
-//! per-registration `has_synced`; settings that only apply before start.
+//! per-registration `has_synced` and `synced()`; the builder's settings; run modes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use kcache_informer::{
-    Error, HandlerFuncs, QueueKind, SharedIndexInformer, strip_managed_fields, wait_for_cache_sync,
+    Error, HandlerFuncs, QueueKind, RunMode, SharedIndexInformer, strip_managed_fields,
 };
-use kcache_store::{DynamicObject, Indexers, NAMESPACE_INDEX, Selector};
+use kcache_store::{DynamicObject, Indexers, NAMESPACE_INDEX, Object, ObjectKey, Selector};
 use tokio_util::sync::CancellationToken;
 
 use crate::support::{
-    Gate, Recorder, Seen, cache_state, eventually, fake_state, informer, pod, start,
+    Gate, Recorder, Seen, cache_state, eventually, fake_state, informer, informer_of, pod, start,
 };
 
 #[tokio::test]
 async fn handler_added_before_start_sees_the_initial_list_then_live_changes() {
     for queue in [QueueKind::RealFifo, QueueKind::DeltaFifo] {
-        let (fake, inf) = informer(Duration::ZERO);
-        inf.set_queue(queue).unwrap();
+        let (fake, inf) = informer_of(Duration::ZERO, |b| b.queue(queue));
         fake.add(pod("a", "one"));
         fake.add(pod("b", "two"));
         let rec = Recorder::default();
@@ -27,7 +26,7 @@ async fn handler_added_before_start_sees_the_initial_list_then_live_changes() {
         assert!(!reg.has_synced());
 
         let (cancel, run) = start(&inf);
-        assert!(wait_for_cache_sync(&cancel, &[&|| reg.has_synced()]).await);
+        assert!(reg.synced().await);
         assert!(inf.has_synced());
         let initial = rec.events();
         assert_eq!(initial.len(), 2, "{queue:?}: {initial:?}");
@@ -77,7 +76,7 @@ async fn late_handler_replays_the_cache_as_initial_adds() {
         fake.add(pod("ns", &format!("p{i}")));
     }
     let (cancel, run) = start(&inf);
-    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced()]).await);
+    assert!(inf.synced().await);
 
     let late = Recorder::default();
     let reg = inf.add_event_handler(late.clone()).unwrap();
@@ -87,7 +86,7 @@ async fn late_handler_replays_the_cache_as_initial_adds() {
             .iter()
             .all(|e| matches!(e, Seen::Add { initial: true, .. }))
     );
-    assert!(wait_for_cache_sync(&cancel, &[&|| reg.has_synced()]).await);
+    assert!(reg.synced().await);
 
     fake.add(pod("ns", "live"));
     late.wait("live add", |l| l.len() == 21).await;
@@ -107,7 +106,7 @@ async fn late_handler_replays_the_cache_as_initial_adds() {
 async fn handler_added_while_events_flow_sees_each_object_once() {
     let (fake, inf) = informer(Duration::ZERO);
     let (cancel, run) = start(&inf);
-    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced()]).await);
+    assert!(inf.synced().await);
     let writer = tokio::spawn({
         let fake = fake.clone();
         async move {
@@ -222,13 +221,13 @@ async fn registration_syncs_only_after_its_handler_saw_the_initial_list() {
         .unwrap();
     let free = inf.add_event_handler(Recorder::default()).unwrap();
     let (cancel, run) = start(&inf);
-    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced(), &|| free.has_synced()]).await);
+    assert!(inf.synced().await && free.synced().await);
     assert!(
         !blocked.has_synced(),
         "its initial adds are not handled yet"
     );
     gate.open();
-    assert!(wait_for_cache_sync(&cancel, &[&|| blocked.has_synced()]).await);
+    assert!(blocked.synced().await);
     cancel.cancel();
     run.await.unwrap().unwrap();
 }
@@ -238,42 +237,30 @@ async fn empty_initial_list_syncs() {
     let (_fake, inf) = informer(Duration::ZERO);
     let reg = inf.add_event_handler(Recorder::default()).unwrap();
     let (cancel, run) = start(&inf);
-    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced(), &|| reg.has_synced()]).await);
+    assert!(inf.synced().await && reg.synced().await);
     cancel.cancel();
     run.await.unwrap().unwrap();
 }
 
 #[tokio::test]
-async fn settings_before_start_and_errors_after() {
-    let (fake, inf) = informer(Duration::ZERO);
+async fn builder_settings_apply_and_a_second_run_is_refused() {
+    let (fake, inf) = informer_of(Duration::ZERO, |b| b.transform(strip_managed_fields));
     let mut with_fields = pod("ns", "a");
     with_fields.metadata.other.insert(
         "managedFields".into(),
         serde_json::json!([{"manager": "kubectl"}]),
     );
     fake.add(with_fields);
-    inf.set_transform(strip_managed_fields).unwrap();
-    inf.add_indexers(Indexers::new().with_namespace()).unwrap();
+    fake.add(pod("other", "b"));
     let (cancel, run) = start(&inf);
-    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced()]).await);
-    assert!(matches!(
-        inf.set_transform(|o| o),
-        Err(Error::AlreadyStarted)
-    ));
-    assert!(matches!(
-        inf.set_queue(QueueKind::DeltaFifo),
-        Err(Error::AlreadyStarted)
-    ));
-    assert!(matches!(
-        inf.set_watch_error_handler(|_| {}),
-        Err(Error::AlreadyStarted)
-    ));
+    assert!(inf.synced().await);
     assert!(matches!(
         inf.run(CancellationToken::new()).await,
         Err(Error::AlreadyStarted)
     ));
     let cached = inf.indexer().get_by_key("ns/a").unwrap();
     assert!(!cached.metadata.other.contains_key("managedFields"));
+    // The namespace index is there by default: listing one namespace is a lookup.
     assert_eq!(
         inf.indexer().by_index(NAMESPACE_INDEX, "ns").unwrap().len(),
         1
@@ -303,9 +290,103 @@ async fn settings_before_start_and_errors_after() {
     ));
 }
 
+#[tokio::test]
+async fn the_namespace_index_can_be_turned_off_and_indexers_join_it() {
+    let by_name = || {
+        Indexers::new().with("name", |o: &DynamicObject| {
+            Ok(o.metadata.name.clone().into_iter().collect())
+        })
+    };
+    let (_, plain) = informer_of(Duration::ZERO, |b| b.indexers(by_name()));
+    assert!(plain.indexer().by_index(NAMESPACE_INDEX, "ns").is_ok());
+    assert!(plain.indexer().index_keys("name", "a").is_ok());
+    let (_, bare) = informer_of(Duration::ZERO, |b| {
+        b.namespace_index(false).indexers(by_name())
+    });
+    assert!(bare.indexer().by_index(NAMESPACE_INDEX, "ns").is_err());
+    assert!(bare.indexer().index_keys("name", "a").is_ok());
+}
+
+#[tokio::test]
+async fn a_custom_key_function_keys_the_cache_and_the_events() {
+    for queue in [QueueKind::RealFifo, QueueKind::DeltaFifo] {
+        let key_func: kcache_store::KeyFunc<DynamicObject> = Arc::new(|o: &DynamicObject| {
+            Ok(ObjectKey::explicit(format!(
+                "{}.{}",
+                o.name().unwrap_or_default(),
+                o.namespace().unwrap_or_default()
+            )))
+        });
+        let (fake, inf) = informer_of(Duration::ZERO, |b| b.queue(queue).key_func(key_func));
+        fake.add(pod("ns", "a"));
+        let rec = Recorder::default();
+        let reg = inf.add_event_handler(rec.clone()).unwrap();
+        let (cancel, run) = start(&inf);
+        assert!(reg.synced().await);
+        assert_eq!(inf.indexer().list_keys(), [ObjectKey::explicit("a.ns")]);
+        fake.delete(&pod("ns", "a"));
+        eventually("the delete", || inf.indexer().list_keys().is_empty()).await;
+        cancel.cancel();
+        run.await.unwrap().unwrap();
+    }
+}
+
+/// `synced()` is woken by the informer: under a paused clock no time passes while waiting,
+/// where a poll would have let the clock move on by its interval. (A handler's registration
+/// is woken by its handler thread, which the paused clock does not wait for, so only that it
+/// resolves is checked.)
+#[tokio::test(start_paused = true)]
+async fn synced_futures_are_woken_without_polling() {
+    for initial in [0, 3] {
+        let (fake, inf) = informer(Duration::ZERO);
+        for i in 0..initial {
+            fake.add(pod("ns", &format!("p{i}")));
+        }
+        let reg = inf.add_event_handler(Recorder::default()).unwrap();
+        let mut stream = inf.subscribe().unwrap();
+        let stream_synced = stream.synced();
+        let (informer_synced, reg_synced) = (inf.synced(), reg.synced());
+        let t0 = tokio::time::Instant::now();
+        let (cancel, run) = start(&inf);
+        assert!(informer_synced.await, "{initial} objects");
+        for _ in 0..initial {
+            futures_util::StreamExt::next(&mut stream).await.unwrap();
+        }
+        assert!(stream_synced.await);
+        assert_eq!(t0.elapsed(), Duration::ZERO, "{initial} objects");
+        assert!(reg_synced.await);
+        cancel.cancel();
+        run.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn synced_futures_resolve_false_when_nothing_will_sync() {
+    let (_fake, inf) = informer(Duration::ZERO);
+    let kept = inf.add_event_handler(Recorder::default()).unwrap();
+    let removed = inf.add_event_handler(Recorder::default()).unwrap();
+    let removed_synced = removed.synced();
+    inf.remove_event_handler(&removed);
+    assert!(!removed_synced.await, "a removed handler never syncs");
+
+    let stream = inf.subscribe().unwrap();
+    let stream_synced = stream.synced();
+    drop(stream);
+    assert!(!stream_synced.await, "a dropped stream never syncs");
+
+    // Cancelled before it could list: the informer stops unsynced.
+    let (informer_synced, kept_synced) = (inf.synced(), kept.synced());
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    inf.run(cancel).await.unwrap();
+    assert!(!informer_synced.await);
+    assert!(!kept_synced.await);
+    assert!(!inf.synced().await, "asked after the stop");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn factory_shares_one_informer_per_resource() {
-    for own_threads in [false, true] {
+    for mode in [RunMode::Auto, RunMode::CallersTask, RunMode::OwnThread] {
         let factory = kcache_informer::InformerFactory::new(Duration::ZERO);
         let fake = kcache_testing::FakeListerWatcher::<DynamicObject>::new();
         fake.handle().add(pod("ns", "a"));
@@ -314,74 +395,40 @@ async fn factory_shares_one_informer_per_resource() {
             created.fetch_add(1, Ordering::SeqCst);
             Arc::new(fake.clone()) as Arc<dyn kcache_reflector::ListerWatcher<DynamicObject>>
         };
-        let a: SharedIndexInformer<DynamicObject> = factory.informer("pods", make);
+        let a: SharedIndexInformer<DynamicObject> = factory.informer_with("pods", || {
+            SharedIndexInformer::builder(make()).run_mode(mode).build()
+        });
         let b = factory.informer("pods", make);
         let other = factory.informer("configmaps", make);
         assert_eq!(created.load(Ordering::SeqCst), 2);
         let cancel = CancellationToken::new();
         let run = tokio::spawn({
             let cancel = cancel.clone();
-            async move {
-                if own_threads {
-                    factory.run_on_own_threads(cancel).await;
-                } else {
-                    factory.run(cancel).await;
-                }
-            }
+            async move { factory.run(cancel).await }
         });
-        assert!(wait_for_cache_sync(&cancel, &[&|| a.has_synced(), &|| other.has_synced()]).await);
+        assert!(a.synced().await && other.synced().await);
         assert!(b.has_synced(), "the same informer");
         assert_eq!(b.indexer().len(), 1);
         cancel.cancel();
         run.await.unwrap();
-        assert!(
-            a.is_stopped() && other.is_stopped(),
-            "own threads: {own_threads}"
-        );
+        assert!(a.is_stopped() && other.is_stopped(), "{mode:?}");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_parts_on_two_tasks_behave_like_run() {
-    let (fake, inf) = informer(Duration::ZERO);
-    fake.add(pod("ns", "a"));
-    let rec = Recorder::default();
-    let reg = inf.add_event_handler(rec.clone()).unwrap();
-    let cancel = CancellationToken::new();
-    let (reflect, process) = inf.run_parts(cancel.clone()).unwrap();
-    let (reflect, process) = (tokio::spawn(reflect), tokio::spawn(process));
-    assert!(matches!(
-        inf.run_parts(cancel.clone()),
-        Err(Error::AlreadyStarted)
-    ));
-    assert!(wait_for_cache_sync(&cancel, &[&|| reg.has_synced()]).await);
-    for i in 0..100 {
-        fake.add(pod("ns", &format!("p{i}")));
-    }
-    fake.delete(&pod("ns", "a"));
-    rec.wait("every event", |l| l.len() == 102).await;
-    assert_eq!(cache_state(&inf), fake_state(&fake));
-    cancel.cancel();
-    reflect.await.unwrap();
-    process.await.unwrap();
-    assert!(inf.is_stopped());
-    assert!(reg.is_closed());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_on_own_thread_behaves_like_run() {
-    let (fake, inf) = informer(Duration::ZERO);
+async fn run_on_own_thread_behaves_like_run_on_the_callers_task() {
+    let (fake, inf) = informer_of(Duration::ZERO, |b| b.run_mode(RunMode::OwnThread));
     fake.add(pod("ns", "a"));
     let rec = Recorder::default();
     let reg = inf.add_event_handler(rec.clone()).unwrap();
     let cancel = CancellationToken::new();
     let running = tokio::spawn({
         let (inf, cancel) = (inf.clone(), cancel.clone());
-        async move { inf.run_on_own_thread(cancel).await }
+        async move { inf.run(cancel).await }
     });
-    assert!(wait_for_cache_sync(&cancel, &[&|| reg.has_synced()]).await);
+    assert!(reg.synced().await);
     assert!(matches!(
-        inf.run_on_own_thread(cancel.clone()).await,
+        inf.run(cancel.clone()).await,
         Err(Error::AlreadyStarted)
     ));
     for i in 0..100 {
@@ -431,9 +478,9 @@ impl kcache_reflector::ListerWatcher<DynamicObject> for NotesThreads {
     }
 }
 
-/// Runs an informer with `run` on the current runtime until it has synced, and returns the
+/// Runs an informer in `mode` on the current runtime until it has synced, and returns the
 /// names of the threads its lister-watcher was called from.
-async fn threads_run_uses() -> Vec<Option<String>> {
+async fn threads_run_uses(mode: RunMode) -> Vec<Option<String>> {
     let fake = kcache_testing::FakeListerWatcher::<DynamicObject>::new();
     fake.handle().add(pod("ns", "a"));
     let threads = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -441,13 +488,15 @@ async fn threads_run_uses() -> Vec<Option<String>> {
         fake,
         threads: Arc::clone(&threads),
     };
-    let inf = SharedIndexInformer::new(Arc::new(lw), Duration::ZERO);
+    let inf = SharedIndexInformer::builder(Arc::new(lw))
+        .run_mode(mode)
+        .build();
     let cancel = CancellationToken::new();
     let running = tokio::spawn({
         let (inf, cancel) = (inf.clone(), cancel.clone());
         async move { inf.run(cancel).await }
     });
-    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced()]).await);
+    assert!(inf.synced().await);
     assert_eq!(inf.indexer().len(), 1);
     cancel.cancel();
     running.await.unwrap().unwrap();
@@ -459,7 +508,7 @@ async fn threads_run_uses() -> Vec<Option<String>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_takes_a_thread_of_its_own_on_a_multi_threaded_runtime() {
-    let threads = threads_run_uses().await;
+    let threads = threads_run_uses(RunMode::Auto).await;
     assert!(
         threads
             .iter()
@@ -470,11 +519,33 @@ async fn run_takes_a_thread_of_its_own_on_a_multi_threaded_runtime() {
 
 #[tokio::test]
 async fn run_stays_on_the_callers_task_on_a_current_thread_runtime() {
-    let threads = threads_run_uses().await;
+    let threads = threads_run_uses(RunMode::Auto).await;
     assert!(
         threads
             .iter()
             .all(|t| t.as_deref() != Some("kcache-informer")),
+        "{threads:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_callers_task_mode_keeps_run_off_its_own_thread_on_any_runtime() {
+    let threads = threads_run_uses(RunMode::CallersTask).await;
+    assert!(
+        threads
+            .iter()
+            .all(|t| t.as_deref() != Some("kcache-informer")),
+        "{threads:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_own_thread_mode_takes_a_thread_on_a_current_thread_runtime() {
+    let threads = threads_run_uses(RunMode::OwnThread).await;
+    assert!(
+        threads
+            .iter()
+            .all(|t| t.as_deref() == Some("kcache-informer")),
         "{threads:?}"
     );
 }

@@ -78,9 +78,8 @@ impl Form for Compact<DynamicObject> {
 }
 
 async fn scenario<T: Form>(queue: QueueKind, initial: u8, ops: Vec<Op>) {
-    let (fake, inf) = informer_of::<T>(Duration::ZERO);
+    let (fake, inf) = informer_of::<T>(Duration::ZERO, |b| b.queue(queue));
     let pod = |ns: &str, name: &str| T::of(pod(ns, name));
-    inf.set_queue(queue).unwrap();
     for i in 0..initial {
         fake.add(pod("ns", &format!("p{i}")));
     }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use kcache_informer::{Event, wait_for_cache_sync};
+use kcache_informer::Event;
 use kcache_store::DynamicObject;
 
 use crate::support::{informer, pod, start};
@@ -39,7 +39,7 @@ async fn resync_goes_only_to_subscribers_that_are_due() {
     let mut every_10 = inf.subscribe().unwrap();
     let mut every_30 = inf.subscribe_with_resync(Duration::from_secs(30)).unwrap();
     let (cancel, run) = start(&inf);
-    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced()]).await);
+    assert!(inf.synced().await);
     for s in [&mut every_10, &mut every_30] {
         for _ in 0..2 {
             assert!(matches!(s.next().await.unwrap(), Event::Add { .. }));
@@ -60,7 +60,7 @@ async fn informer_without_resync_never_resyncs_and_short_periods_are_raised() {
     let mut asks = inf.subscribe_with_resync(Duration::from_secs(5)).unwrap();
     let mut quiet = inf.subscribe_with_resync(Duration::ZERO).unwrap();
     let (cancel, run) = start(&inf);
-    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced()]).await);
+    assert!(inf.synced().await);
     asks.next().await.unwrap();
     quiet.next().await.unwrap();
     assert_eq!(
@@ -79,7 +79,7 @@ async fn informer_without_resync_never_resyncs_and_short_periods_are_raised() {
         .unwrap();
     let mut slow = inf.subscribe().unwrap();
     let (cancel, run) = start(&inf);
-    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced()]).await);
+    assert!(inf.synced().await);
     fast.next().await.unwrap();
     slow.next().await.unwrap();
     let (nf, ns) = count_syncs(&mut fast, &mut slow, Duration::from_millis(10_500)).await;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use kcache_informer::{Event, wait_for_cache_sync};
+use kcache_informer::Event;
 
 use crate::support::{Seen, informer, pod, start};
 
@@ -12,7 +12,7 @@ async fn late_stream_replays_then_follows() {
     let (fake, inf) = informer(Duration::ZERO);
     fake.add(pod("ns", "a"));
     let (cancel, run) = start(&inf);
-    assert!(wait_for_cache_sync(&cancel, &[&|| inf.has_synced()]).await);
+    assert!(inf.synced().await);
 
     let mut stream = inf.subscribe().unwrap();
     assert!(!stream.has_synced(), "its replay is not consumed yet");

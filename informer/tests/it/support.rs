@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kcache_informer::{Event, ResourceEventHandler, SharedIndexInformer};
+use kcache_informer::{Event, InformerBuilder, ResourceEventHandler, SharedIndexInformer};
 use kcache_store::{DynamicObject, Object, ObjectOrTombstone, deletion_handling_key};
 use kcache_testing::{FakeHandle, FakeListerWatcher, FakeObject};
 use tokio::sync::Notify;
@@ -168,16 +168,19 @@ pub(crate) fn informer(
     FakeHandle<DynamicObject>,
     SharedIndexInformer<DynamicObject>,
 ) {
-    informer_of(resync)
+    informer_of(resync, |b| b)
 }
 
-/// A fake of `T`s and an informer over it (`DynamicObject`, or its compact form).
+/// A fake of `T`s and an informer over it (`DynamicObject`, or its compact form), with the
+/// builder's settings adjusted by `settings`.
 pub(crate) fn informer_of<T: FakeObject>(
     resync: Duration,
+    settings: impl FnOnce(InformerBuilder<T>) -> InformerBuilder<T>,
 ) -> (FakeHandle<T>, SharedIndexInformer<T>) {
     let fake = FakeListerWatcher::<T>::new();
     let handle = fake.handle();
-    (handle, SharedIndexInformer::new(Arc::new(fake), resync))
+    let builder = SharedIndexInformer::builder(Arc::new(fake)).resync(resync);
+    (handle, settings(builder).build())
 }
 
 /// Runs the informer on the test's runtime until the returned token is cancelled.

@@ -48,8 +48,7 @@ const INTERNAL_ERROR_RESET: Duration = Duration::from_secs(60);
 /// A watch that ends sooner than this with no event is a [`Error::VeryShortWatch`].
 const VERY_SHORT_WATCH: Duration = Duration::from_secs(1);
 
-/// A transform applied to each object before it is wrapped in an `Arc` and stored.
-pub type TransformFn<T> = Arc<dyn Fn(T) -> T + Send + Sync>;
+pub use kcache_store::TransformFn;
 /// A hook asked, each resync period, whether to resync.
 pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
 

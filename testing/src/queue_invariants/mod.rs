@@ -20,7 +20,7 @@ mod scenario;
 use std::fmt;
 use std::sync::Arc;
 
-use kcache_queue::{DeltaFifo, DeltaType, Fifo, Queue, RealFifo, TransformFunc};
+use kcache_queue::{DeltaFifo, DeltaType, Fifo, Queue, RealFifo, TransformFn};
 use kcache_store::{Cache, DynamicObject, Store};
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestCaseResult};
@@ -34,7 +34,7 @@ pub struct QueueSetup {
     /// The consumer's cache, to be used as the queue's known objects (`None`: no known objects).
     pub known_objects: Option<Arc<Cache<DynamicObject>>>,
     /// A transformer to install; it counts its calls.
-    pub transformer: TransformFunc<DynamicObject>,
+    pub transformer: TransformFn<DynamicObject>,
 }
 
 impl fmt::Debug for QueueSetup {

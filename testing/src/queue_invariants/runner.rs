@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_util::FutureExt;
-use kcache_queue::{Delta, DeltaType, Deltas, PopError, ProcessError, Queue, TransformFunc};
+use kcache_queue::{Delta, DeltaType, Deltas, PopError, ProcessError, Queue, TransformFn};
 use kcache_store::{Cache, DynamicObject, Store, deletion_handling_key};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -29,7 +29,7 @@ pub(super) fn run_against_model<Q: Queue<DynamicObject>, M: QueueModel>(
     let cache = Arc::new(Cache::new());
     let transforms = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&transforms);
-    let transformer: TransformFunc<DynamicObject> = Arc::new(move |o| {
+    let transformer: TransformFn<DynamicObject> = Arc::new(move |o| {
         counter.fetch_add(1, Ordering::Relaxed);
         o
     });

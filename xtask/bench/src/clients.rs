@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kcache_client_http::{Client, Config, HttpListerWatcher};
-use kcache_informer::{HandlerFuncs, SharedIndexInformer};
+use kcache_informer::{HandlerFuncs, RunMode, SharedIndexInformer};
 use kcache_store::{Compact as CompactObject, CompactCodec, Object};
 use tokio_util::sync::CancellationToken;
 
@@ -43,8 +43,8 @@ pub enum Form {
 pub enum Which {
     /// kcache's informer over client-http; `lean`: managedFields dropped and exact vector
     /// capacities (client-http's defaults; off is how kcache decoded before); `inline`:
-    /// `run_inline` (on a task of the client's multi-threaded runtime) instead of `run` (which
-    /// there takes a thread of its own).
+    /// `RunMode::CallersTask` (on a task of the client's multi-threaded runtime) instead of the
+    /// default `RunMode::Auto` (which there takes a thread of its own).
     Kcache {
         form: Form,
         list: ListMode,
@@ -93,11 +93,11 @@ pub const ROWS: &[Row] = &[
     row("kube-rs-stream-thread", "kube-rs, streaming, own thread", kube(Streaming, true)),
     row("kcache", "kcache Pod, defaults (streaming, run)", kcache(Typed, Streaming, true, false)),
     row("kcache-paged", "kcache Pod, paginated", kcache(Typed, Paginated, true, false)),
-    row("kcache-inline", "kcache Pod, run_inline", kcache(Typed, Streaming, true, true)),
+    row("kcache-inline", "kcache Pod, on the caller's task", kcache(Typed, Streaming, true, true)),
     row("kcache-full", "kcache Pod, managedFields kept, grown capacities", kcache(Typed, Streaming, false, false)),
     row("compact", "kcache Compact<Pod> (streaming, run)", kcache(Compact, Streaming, true, false)),
     row("compact-paged", "kcache Compact<Pod>, paginated", kcache(Compact, Paginated, true, false)),
-    row("compact-inline", "kcache Compact<Pod>, run_inline", kcache(Compact, Streaming, true, true)),
+    row("compact-inline", "kcache Compact<Pod>, on the caller's task", kcache(Compact, Streaming, true, true)),
 ];
 
 /// The row named `key`.
@@ -239,8 +239,15 @@ async fn start_kcache<T: Object + serde::de::DeserializeOwned>(
     seen: Arc<AtomicUsize>,
     cancel: CancellationToken,
 ) -> Result<Running, BoxError> {
-    let informer = SharedIndexInformer::new(Arc::new(lw), Duration::ZERO);
-    informer.set_reflector_options(move |b| b.use_watch_list(list == Streaming))?;
+    let mode = if inline {
+        RunMode::CallersTask
+    } else {
+        RunMode::Auto
+    };
+    let informer = SharedIndexInformer::builder(Arc::new(lw))
+        .run_mode(mode)
+        .reflector_options(move |b| b.use_watch_list(list == Streaming))
+        .build();
     let count = Arc::clone(&seen);
     informer.add_event_handler(
         HandlerFuncs::new().on_updated(move |_: &Arc<T>, _: &Arc<T>| {
@@ -250,20 +257,16 @@ async fn start_kcache<T: Object + serde::de::DeserializeOwned>(
     let runner = informer.clone();
     let stop = cancel.clone();
     let task = tokio::spawn(async move {
-        let result = if inline {
-            runner.run_inline(stop).await
-        } else {
-            runner.run(stop).await
-        };
-        if let Err(e) = result {
+        if let Err(e) = runner.run(stop).await {
             eprintln!("kcache informer: {e}");
         }
     });
-    let synced = informer.clone();
-    wait_for("kcache sync", Duration::from_secs(600), move || {
-        synced.has_synced()
-    })
-    .await?;
+    // As kube-rs's `wait_until_ready`: woken by the informer, not polled.
+    match tokio::time::timeout(Duration::from_secs(600), informer.synced()).await {
+        Ok(true) => {}
+        Ok(false) => return Err("kcache informer stopped before it synced".into()),
+        Err(_) => return Err("timed out waiting for kcache sync".into()),
+    }
     Ok(Running {
         cached: Box::new(move || informer.indexer().len()),
         seen,

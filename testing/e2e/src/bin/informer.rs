@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use clap::Parser;
 use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher, KubeconfigOptions};
-use kcache_informer::{HandlerFuncs, QueueKind, SharedIndexInformer, wait_for_cache_sync};
+use kcache_informer::{HandlerFuncs, QueueKind, SharedIndexInformer};
 use kcache_reflector::{ListOptions, ListerWatcher, ObjectList, WatchStream};
-use kcache_store::{DynamicObject, Indexers, NAMESPACE_INDEX, Object, Selector};
+use kcache_store::{DynamicObject, NAMESPACE_INDEX, Object, Selector};
 use kcache_testing::workload;
 use kcache_testing_server::Churn;
 use kcache_testing_server::FakeApiServer;
@@ -237,24 +237,22 @@ fn build(args: &Args, config: Config) -> Result<Watched, Failure> {
         syncs: AtomicU64::new(0),
         watches: AtomicU64::new(0),
     });
-    let informer = SharedIndexInformer::with_indexers(
-        Arc::clone(&lw) as Arc<dyn ListerWatcher<DynamicObject>>,
-        Duration::ZERO,
-        Indexers::new().with_namespace(),
-    );
-    if args.delta_fifo {
-        informer.set_queue(QueueKind::DeltaFifo)?;
-    }
-    if let Some(selector) = &args.selector {
-        informer
-            .set_list_options(ListOptions::default().with_label_selector(selector.to_string()))?;
-    }
     let errors = Arc::new(AtomicU64::new(0));
     let errs = Arc::clone(&errors);
-    informer.set_watch_error_handler(move |e| {
-        errs.fetch_add(1, Ordering::Relaxed);
-        eprintln!("  watch error (retrying): {e}");
-    })?;
+    let mut informer =
+        SharedIndexInformer::builder(Arc::clone(&lw) as Arc<dyn ListerWatcher<DynamicObject>>)
+            .on_watch_error(move |e| {
+                errs.fetch_add(1, Ordering::Relaxed);
+                eprintln!("  watch error (retrying): {e}");
+            });
+    if args.delta_fifo {
+        informer = informer.queue(QueueKind::DeltaFifo);
+    }
+    if let Some(selector) = &args.selector {
+        informer =
+            informer.list_options(ListOptions::default().with_label_selector(selector.to_string()));
+    }
+    let informer = informer.build();
     let events = Arc::new(Events::default());
     let (a, u, d) = (
         Arc::clone(&events),
@@ -332,10 +330,11 @@ async fn watch(args: &Args, config: Config, server: Option<&FakeApiServer>) -> R
     let w = build(args, config)?;
     let cancel = CancellationToken::new();
     let started = Instant::now();
-    // Its own thread: objects are decoded and freed on one thread (see run_on_own_thread).
+    // On this multi-threaded runtime `run` takes a thread of its own: objects are decoded and
+    // freed on one thread (see `RunMode`).
     let run = tokio::spawn({
         let (informer, cancel) = (w.informer.clone(), cancel.clone());
-        async move { informer.run_on_own_thread(cancel).await }
+        async move { informer.run(cancel).await }
     });
     let ctrl_c = cancel.clone();
     tokio::spawn(async move {
@@ -343,7 +342,7 @@ async fn watch(args: &Args, config: Config, server: Option<&FakeApiServer>) -> R
             ctrl_c.cancel();
         }
     });
-    if !wait_for_cache_sync(&cancel, &[&|| w.registration.has_synced()]).await {
+    if !w.registration.synced().await {
         return Err("stopped before the cache synced".into());
     }
     eprintln!(

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
-use kcache_informer::{QueueKind, ResourceEventHandler, SharedIndexInformer};
+use kcache_informer::{QueueKind, ResourceEventHandler, RunMode, SharedIndexInformer};
 use kcache_reflector::BackoffConfig;
 use kcache_store::{Compact, DynamicObject, Object, ObjectOrTombstone, deletion_handling_key};
 use kcache_testing::workload;
@@ -256,19 +256,26 @@ fn informer<T: Object + Clone + serde::de::DeserializeOwned>(
     world: &mut World,
     seed: u64,
     make: MakeListerWatcher<T>,
-) -> (SharedIndexInformer<T>, QueueKind) {
+) -> (SharedIndexInformer<T>, QueueKind, RunMode) {
     let client = Client::new(Config::new(world.server.url().parse().unwrap())).unwrap();
     let lw = make(client, ApiResource::new("", "v1", "pods", true));
-    let informer = SharedIndexInformer::new(Arc::new(lw), Duration::ZERO);
     let queue = if world.rng.bool() {
         QueueKind::DeltaFifo
     } else {
         QueueKind::RealFifo
     };
-    informer.set_queue(queue).unwrap();
+    // Half the seeds run the informer on its own thread (what `run` does on this
+    // multi-threaded runtime by default), half on a task of this runtime.
+    let mode = if world.rng.bool() {
+        RunMode::OwnThread
+    } else {
+        RunMode::CallersTask
+    };
     let page_size = world.page_size;
-    informer
-        .set_reflector_options(move |b| {
+    let informer = SharedIndexInformer::builder(Arc::new(lw))
+        .queue(queue)
+        .run_mode(mode)
+        .reflector_options(move |b| {
             let b = match page_size {
                 Some(n) => b.page_size(n),
                 None => b,
@@ -281,8 +288,8 @@ fn informer<T: Object + Clone + serde::de::DeserializeOwned>(
                     ..BackoffConfig::default()
                 })
         })
-        .unwrap();
-    (informer, queue)
+        .build();
+    (informer, queue, mode)
 }
 
 /// The objects whose current version reached the client as an undecodable MODIFIED: the
@@ -351,22 +358,13 @@ async fn run_form<T: Object + Clone + serde::de::DeserializeOwned>(
     make: MakeListerWatcher<T>,
 ) {
     let mut world = World::new(seed).await;
-    let (informer, queue) = informer(&mut world, seed, make);
+    let (informer, queue, mode) = informer(&mut world, seed, make);
     let early = Log::default();
     informer.add_event_handler(early.clone()).unwrap();
     let cancel = CancellationToken::new();
-    // Half the seeds run the informer on its own thread (what `run` does on this multi-threaded
-    // runtime), half on a task of this runtime.
-    let own_thread = world.rng.bool();
     let run = tokio::spawn({
         let (inf, cancel) = (informer.clone(), cancel.clone());
-        async move {
-            if own_thread {
-                inf.run(cancel).await
-            } else {
-                inf.run_inline(cancel).await
-            }
-        }
+        async move { inf.run(cancel).await }
     });
 
     let mut late = None;
@@ -384,7 +382,7 @@ async fn run_form<T: Object + Clone + serde::de::DeserializeOwned>(
     // Quiescence: the cache and both handlers agree with the server, except that objects
     // whose last change reached the client undecodable may be missing.
     let logs: Vec<Log> = std::iter::once(early).chain(late).collect();
-    let context = format!("seed {seed} ({form}, {queue:?}, own thread: {own_thread})");
+    let context = format!("seed {seed} ({form}, {queue:?}, {mode:?})");
     let want = server_state(&world.server);
     let broken = broken_keys(&world.server, &want);
     converge(&informer, &logs, &want, &broken, &context).await;

@@ -204,13 +204,12 @@ impl Running {
         let client = Client::new(Config::new(url.parse().unwrap())).unwrap();
         let pods = ApiResource::new("", "v1", "pods", true);
         let lw = lw(HttpListerWatcher::<Pod>::builder(client, pods)).build();
-        let informer = SharedIndexInformer::new(Arc::new(lw), Duration::ZERO);
         let hook = Arc::new(Mutex::new(Vec::new()));
         let h = Arc::clone(&hook);
-        informer
-            .set_watch_error_handler(move |e| h.lock().unwrap().push(reported(e)))
-            .unwrap();
-        informer.set_reflector_options(reflector).unwrap();
+        let informer = SharedIndexInformer::builder(Arc::new(lw))
+            .on_watch_error(move |e| h.lock().unwrap().push(reported(e)))
+            .reflector_options(reflector)
+            .build();
         let heard = Heard::default();
         informer.add_event_handler(heard.clone()).unwrap();
         let cancel = CancellationToken::new();

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kcache_client_http::{Client, Config, Error, HttpListerWatcher};
-use kcache_informer::{HandlerFuncs, SharedIndexInformer, wait_for_cache_sync};
+use kcache_informer::{HandlerFuncs, SharedIndexInformer};
 use kcache_store::DynamicObject;
 use kcache_testing_server::FakeApiServer;
 use tokio::sync::mpsc;
@@ -100,7 +100,7 @@ async fn informer_scenario() {
         .namespace(client.default_namespace())
         .skip_managed_fields(true)
         .build();
-    let informer = SharedIndexInformer::new(Arc::new(lw), Duration::ZERO);
+    let informer = SharedIndexInformer::builder(Arc::new(lw)).build();
     let (tx, mut events) = mpsc::unbounded_channel::<String>();
     let (added, deleted) = (tx.clone(), tx);
     informer
@@ -119,12 +119,9 @@ async fn informer_scenario() {
         let (informer, cancel) = (informer.clone(), cancel.clone());
         async move { informer.run(cancel).await }
     });
-    let synced = tokio::time::timeout(
-        Duration::from_secs(10),
-        wait_for_cache_sync(&cancel, &[&|| informer.has_synced()]),
-    )
-    .await
-    .unwrap();
+    let synced = tokio::time::timeout(Duration::from_secs(10), informer.synced())
+        .await
+        .unwrap();
     assert!(synced);
     assert!(informer.indexer().get_by_key("default/before").is_some());
     let mut next = async || {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kcache_client_http::{Client, HttpListerWatcher};
-use kcache_informer::{SharedIndexInformer, wait_for_cache_sync};
+use kcache_informer::{RunMode, SharedIndexInformer};
 use kcache_reflector::BackoffConfig;
 use kcache_store::DynamicObject;
 use kcache_testing_server::FakeApiServer;
@@ -19,17 +19,16 @@ fn informer(client: &Client, namespace: &str) -> SharedIndexInformer<DynamicObje
     let lw = HttpListerWatcher::<DynamicObject>::builder(client.clone(), pods())
         .namespace(namespace)
         .build();
-    let informer = SharedIndexInformer::new(Arc::new(lw), Duration::ZERO);
-    informer
-        .set_reflector_options(|b| {
+    SharedIndexInformer::builder(Arc::new(lw))
+        .run_mode(RunMode::OwnThread)
+        .reflector_options(|b| {
             b.backoff(BackoffConfig {
                 initial: Duration::from_millis(5),
                 cap: Duration::from_millis(100),
                 ..BackoffConfig::default()
             })
         })
-        .unwrap();
-    informer
+        .build()
 }
 
 fn names(informer: &SharedIndexInformer<DynamicObject>) -> BTreeSet<String> {
@@ -53,22 +52,18 @@ async fn informers_on_own_threads_survive_one_of_them_stopping() {
     let (a, b) = (informer(&client, "a"), informer(&client, "b"));
     let (stop_a, stop_b) = (CancellationToken::new(), CancellationToken::new());
     let sync = async |informer: &SharedIndexInformer<DynamicObject>| {
-        let synced = tokio::time::timeout(
-            Duration::from_secs(10),
-            wait_for_cache_sync(&CancellationToken::new(), &[&|| informer.has_synced()]),
-        )
-        .await;
+        let synced = tokio::time::timeout(Duration::from_secs(10), informer.synced()).await;
         assert!(synced.unwrap());
     };
     // `a` first: its thread opens the one HTTP/2 connection, which `b` then shares.
     let run_a = tokio::spawn({
         let (a, stop) = (a.clone(), stop_a.clone());
-        async move { a.run_on_own_thread(stop).await }
+        async move { a.run(stop).await }
     });
     sync(&a).await;
     let run_b = tokio::spawn({
         let (b, stop) = (b.clone(), stop_b.clone());
-        async move { b.run_on_own_thread(stop).await }
+        async move { b.run(stop).await }
     });
     sync(&b).await;
     let requests = server.requests();

@@ -1,0 +1,122 @@
+//! `cargo xtask readme`: the README's "Use it" section built as a user builds it.
+//!
+//! The section's `toml` block (the dependencies) and `rust` block (the program) are written into
+//! a scratch package under `target/readme-check`, with the `kcache/` paths pointing at this
+//! checkout and the workspace's `Cargo.lock` as its starting lock, and `cargo check`ed. So the
+//! lines a user copies name the right crates, features and tokio features, and the program
+//! compiles against today's API.
+
+use std::fs;
+use std::path::Path;
+
+use crate::{Failure, cargo};
+
+/// The heading of the section whose blocks are built.
+const SECTION: &str = "## Use it";
+
+/// The prefix of the README's dependency paths, replaced by this checkout's root.
+const CHECKOUT: &str = "path = \"kcache/";
+
+/// Builds the README's "Use it" blocks against the workspace at `root`.
+pub(crate) fn run(root: &Path) -> Result<(), Failure> {
+    let readme = fs::read_to_string(root.join("README.md"))
+        .map_err(|e| Failure::new(format!("cannot read README.md: {e}")))?;
+    let (dependencies, program) = use_it_blocks(&readme)?;
+    let dir = root.join("target").join("readme-check");
+    let write = |path: &Path, text: &str| {
+        fs::write(path, text)
+            .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display())))
+    };
+    fs::create_dir_all(dir.join("src"))
+        .map_err(|e| Failure::new(format!("cannot create {}: {e}", dir.display())))?;
+    write(&dir.join("Cargo.toml"), &manifest(root, dependencies))?;
+    write(&dir.join("src").join("main.rs"), program)?;
+    if let Ok(lock) = fs::read_to_string(root.join("Cargo.lock")) {
+        write(&dir.join("Cargo.lock"), &lock)?;
+    }
+    let status = cargo(root)
+        .args(["check", "--quiet", "--manifest-path"])
+        .arg(dir.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", root.join("target"))
+        // The README picks k8s-openapi's version with a feature, as a user does.
+        .env_remove("K8S_OPENAPI_ENABLED_VERSION")
+        .status()
+        .map_err(|e| Failure::new(format!("could not start cargo: {e}")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure::new(format!(
+            "the README's \"Use it\" program does not build with its Cargo.toml lines ({status}); \
+             the scratch package is {}",
+            dir.display()
+        )))
+    }
+}
+
+/// The scratch package's manifest: a package of its own (not a workspace member) with the
+/// README's dependency lines, their `kcache/` paths pointing at `root`.
+fn manifest(root: &Path, dependencies: &str) -> String {
+    let root = root.display().to_string().replace('\\', "/");
+    format!(
+        "[package]\nname = \"readme-check\"\nversion = \"0.0.0\"\nedition = \"2024\"\n\
+         publish = false\n\n[workspace]\n\n{}",
+        dependencies.replace(CHECKOUT, &format!("path = \"{root}/"))
+    )
+}
+
+/// The first `toml` and the first `rust` fenced block of the "Use it" section.
+fn use_it_blocks(readme: &str) -> Result<(&str, &str), Failure> {
+    let start = readme
+        .find(SECTION)
+        .ok_or_else(|| Failure::new(format!("README.md has no `{SECTION}` section")))?;
+    let rest = &readme[start + SECTION.len()..];
+    let section = rest.find("\n## ").map_or(rest, |end| &rest[..end]);
+    let block = |lang: &str| {
+        let fence = format!("```{lang}\n");
+        let at = section.find(&fence).ok_or_else(|| {
+            Failure::new(format!("the `{SECTION}` section has no ```{lang} block"))
+        })?;
+        let body = &section[at + fence.len()..];
+        let end = body.find("```").ok_or_else(|| {
+            Failure::new(format!("the ```{lang} block of `{SECTION}` is not closed"))
+        })?;
+        Ok::<_, Failure>(&body[..end])
+    };
+    let dependencies = block("toml")?;
+    if !dependencies.contains(CHECKOUT) {
+        return Err(Failure::new(format!(
+            "the dependencies of `{SECTION}` name no kcache crate by `{CHECKOUT}...\"`"
+        )));
+    }
+    Ok((dependencies, block("rust")?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const README: &str = "# x\n\n## Use it\n\ntext\n\n```toml\n[dependencies]\n\
+        kcache-store = { path = \"kcache/store\" }\n```\n\n```rust\nfn main() {}\n```\n\n\
+        ## Next\n\n```rust\nnot this\n```\n";
+
+    #[test]
+    fn the_blocks_of_the_section_are_found_and_the_paths_point_at_the_checkout() {
+        let (deps, program) = use_it_blocks(README).unwrap();
+        assert_eq!(program, "fn main() {}\n");
+        let manifest = manifest(Path::new("/src/kcache"), deps);
+        assert!(manifest.contains("kcache-store = { path = \"/src/kcache/store\" }"));
+        assert!(manifest.contains("[workspace]"), "{manifest}");
+    }
+
+    #[test]
+    fn a_readme_without_the_section_or_its_blocks_fails() {
+        assert!(use_it_blocks("# x\n").is_err());
+        assert!(use_it_blocks("## Use it\n\n```toml\n[dependencies]\n```\n").is_err());
+        let no_rust =
+            "## Use it\n```toml\nx = { path = \"kcache/a\" }\n```\n## Next\n```rust\n```\n";
+        assert!(
+            use_it_blocks(no_rust).is_err(),
+            "a block of the next section does not count"
+        );
+    }
+}
