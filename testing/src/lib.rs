@@ -6,9 +6,10 @@
 //!   testing reflectors and informers without HTTP.
 //! - [`workload`]: realistic pods (about 5 KB of JSON with managedFields), seeded; [`generated`]:
 //!   the UIDs, name suffixes and timestamps they (and the fake API server) carry.
-//! - Queue reference models and invariants: each model implements [`QueueModel`];
-//!   [`check_delta_fifo_against_model`] and friends run a random operation sequence against a
-//!   queue and its model; the `*_like` variants take your own `Queue` implementation.
+//! - Queue reference models and invariants: each model implements [`QueueModel`]; with the
+//!   `invariants` feature (on by default), `check_delta_fifo_against_model` and friends run a
+//!   random operation sequence (proptest) against a queue and its model; the `*_like` variants
+//!   take your own `Queue` implementation.
 //! - [`wait_until`]: polls a condition with a deadline; [`LogCapture`]: what a test logged.
 //!
 //! The fake API server, the fake proxies and the scripted server (hyper, rustls) are in
@@ -18,6 +19,7 @@
 
 mod fake_lister_watcher;
 mod log_capture;
+#[cfg(feature = "invariants")]
 mod queue_invariants;
 mod queue_model;
 
@@ -29,6 +31,7 @@ pub use self::fake_lister_watcher::{
     wait_until,
 };
 pub use self::log_capture::LogCapture;
+#[cfg(feature = "invariants")]
 pub use self::queue_invariants::{
     DeltaFifoConfig, QueueOp, QueueSetup, check_delta_fifo_against_model, check_delta_fifo_like,
     check_fifo_against_model, check_fifo_like, check_real_fifo_against_model, check_real_fifo_like,

@@ -4,8 +4,8 @@
 //! The rules, read from `cargo metadata --no-deps`:
 //! - A normal or build dependency from a crate of [`LAYERS`] on a workspace crate (or any
 //!   `kcache-*` crate) must be listed for it there. Other workspace members (the programs:
-//!   `kcache-testing-e2e`, the bench) may depend on anything, but no library may depend on them,
-//!   not even as a dev-dependency.
+//!   `kcache-testing-e2e`, `kcache-testing-job`, the bench) may depend on anything, but no
+//!   library may depend on them, not even as a dev-dependency.
 //! - A library's dev-dependency on a workspace library must be either a crate below it (one its
 //!   row of [`LAYERS`] reaches, directly or through other rows), or a test-support package
 //!   ([`TEST_SUPPORT`]) whose [`layer`] is at most its own. A library's layer is 0 with no

@@ -5,9 +5,9 @@
 //! cached, events/s, lag, relists) and ends by checking that the cache equals the server.
 //!
 //! ```text
-//! cargo run --release -p kcache-testing-e2e --bin informer
-//! cargo run --release -p kcache-testing-e2e --bin informer -- --pods 20000 --churn 2000
-//! cargo run --release -p kcache-testing-e2e --bin informer -- --kubeconfig ~/.kube/config \
+//! cargo run --release -p kcache-testing-job
+//! cargo run --release -p kcache-testing-job -- --pods 20000 --churn 2000
+//! cargo run --release -p kcache-testing-job -- --kubeconfig ~/.kube/config \
 //!     --context kind-kind --resource apps/v1/deployments --namespace default
 //! ```
 //!
@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Watch Kubernetes objects with a kcache informer and report what it does.
 #[derive(Debug, Parser)]
-#[command(name = "informer", version, about, long_about = None)]
+#[command(name = "informer", version)]
 #[expect(clippy::struct_excessive_bools, reason = "command-line switches")]
 struct Args {
     /// Pods the embedded fake API server starts with.
