@@ -549,3 +549,41 @@ async fn the_own_thread_mode_takes_a_thread_on_a_current_thread_runtime() {
         "{threads:?}"
     );
 }
+
+/// The builder's two hooks: a failed (streaming) list reaches `on_watch_error`, an undecodable object
+/// version reaches `on_decode_error` (and not the other), each once.
+#[tokio::test(start_paused = true)]
+async fn the_builders_error_hooks_hear_their_own_failures() {
+    let watch_errors = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let decode_errors = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (w, d) = (Arc::clone(&watch_errors), Arc::clone(&decode_errors));
+    let (fake, inf) = informer_of(Duration::ZERO, move |b| {
+        b.on_watch_error(move |e| w.lock().unwrap().push(e.to_string()))
+            .on_decode_error(move |e| d.lock().unwrap().push(e.to_string()))
+    });
+    fake.add(pod("ns", "a"));
+    fake.fail_next_watch(kcache_reflector::Error::transport(std::io::Error::other(
+        "connection reset",
+    )));
+    let (cancel, run) = start(&inf);
+    assert!(inf.synced().await);
+    let heard = |hook: &std::sync::Mutex<Vec<String>>| hook.lock().unwrap().clone();
+    assert_eq!(heard(&watch_errors).len(), 1, "{:?}", heard(&watch_errors));
+    assert!(heard(&decode_errors).is_empty());
+
+    fake.update_undecodable(pod("ns", "a"), kcache_testing::Undecodable::Readable);
+    eventually("the undecodable version removed", || {
+        inf.indexer().get_by_key("ns/a").is_none()
+    })
+    .await;
+    assert_eq!(
+        heard(&decode_errors).len(),
+        1,
+        "{:?}",
+        heard(&decode_errors)
+    );
+    assert_eq!(heard(&watch_errors).len(), 1, "{:?}", heard(&watch_errors));
+    assert_eq!(inf.decode_errors(), 1);
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+}
