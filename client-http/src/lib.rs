@@ -77,11 +77,48 @@
 //! # drop(pods); Ok(()) }
 //! ```
 //!
+//! # Typed resources
+//!
+//! With the `k8s-openapi` feature, a k8s-openapi type names its own resource (group, version,
+//! plural and scope) and objects are decoded straight into it:
+//!
+//! ```
+//! # #[cfg(feature = "k8s-openapi")]
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kcache_client_http::{Client, Config, HttpListerWatcher};
+//! use kcache_reflector::{ListOptions, ListerWatcher};
+//! use kcache_store::DynamicObject;
+//! use kcache_testing_server::{FakeApiServer, ServedResource};
+//!
+//! let server = FakeApiServer::start().await?;
+//! server.create(&ServedResource::pods(), DynamicObject::new(Some("shop"), "web"))?;
+//!
+//! let client = Client::new(Config::new(server.url().parse()?))?;
+//! // Pods in every namespace; `HttpListerWatcher::<Pod>::typed(client)` is the builder.
+//! let pods = HttpListerWatcher::<Pod>::new(client);
+//! let page = pods.list(&ListOptions::default()).await?;
+//! let pod: &Pod = &page.items[0];
+//! assert_eq!(pod.metadata.name.as_deref(), Some("web"));
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "k8s-openapi"))]
+//! # fn main() {}
+//! ```
+//!
 //! # Features
 //!
 //! - `k8s-openapi` (off by default): [`ApiResource::of`] and [`HttpListerWatcher::new`] for
 //!   k8s-openapi types. Pick a k8s-openapi version feature in your application, never in a
 //!   library.
+//!
+// An item behind a feature is linked where it exists; without the feature, to its type.
+#![cfg_attr(not(feature = "k8s-openapi"), doc = "[`ApiResource::of`]: ApiResource")]
+#![cfg_attr(
+    not(feature = "k8s-openapi"),
+    doc = "[`HttpListerWatcher::new`]: HttpListerWatcher"
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 

@@ -14,6 +14,12 @@
 /// assert_eq!(widgets.api_version(), "example.com/v1");
 /// assert_eq!(ApiResource::new("", "v1", "pods", true).api_version(), "v1");
 /// ```
+///
+// Without the feature, `ApiResource::of` does not exist: link to the section that enables it.
+#[cfg_attr(
+    not(feature = "k8s-openapi"),
+    doc = "[`ApiResource::of`]: crate#features"
+)]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ApiResource {
     /// API group; empty for the core group (served under `/api`).

@@ -40,6 +40,9 @@
 //! - `k8s-openapi` (off by default): implements [`Object`] for every k8s-openapi type whose
 //!   metadata is `ObjectMeta`, and adds [`ApiResource::of`]. Libraries never pick a k8s-openapi
 //!   version feature; applications do.
+//!
+// An item behind a feature is linked where it exists; without the feature, to its type.
+#![cfg_attr(not(feature = "k8s-openapi"), doc = "[`ApiResource::of`]: ApiResource")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 

@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 
-use crate::Failure;
+use crate::{Failure, rustup_cargo};
 
 /// The fuzz targets, as named in `client-http/fuzz/Cargo.toml`.
 pub(crate) const TARGETS: &[&str] = &["watch_decoder", "kubeconfig"];
@@ -33,18 +33,6 @@ pub(crate) fn parse_seconds(args: &[OsString]) -> Result<u64, String> {
             }),
         _ => Err("`fuzz` takes only `--seconds N`".to_owned()),
     }
-}
-
-/// A `cargo` command through the rustup proxy on `PATH` (so `+nightly` works), not the
-/// toolchain's own cargo that runs xtask.
-fn rustup_cargo(dir: &Path) -> Command {
-    let mut command = Command::new("cargo");
-    command
-        .current_dir(dir)
-        .env_remove("RUSTUP_TOOLCHAIN")
-        .env_remove("CARGO")
-        .env_remove("RUSTC");
-    command
 }
 
 fn status(command: &mut Command, what: &str) -> Result<(), Failure> {

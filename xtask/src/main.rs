@@ -4,7 +4,8 @@
 //! [`ci`] runs every check CI runs, [`deps`] enforces the crate layering of `ARCHITECTURE.md`,
 //! [`tidy`] enforces the repository's file conventions, [`fuzz`] runs the fuzz targets briefly,
 //! [`chaos`] runs the full-stack chaos suite for many seeds and [`bench`](mod@bench) compares kcache with
-//! kube-rs (none of these three is part of `ci`).
+//! kube-rs (none of these three is part of `ci`, which only checks that the fuzz targets and
+//! the bench program compile). [`workspace`] reads the packages `ci` builds from `cargo metadata`.
 //!
 //! The only dependency is `serde_json` (to read `cargo metadata`), so that `cargo xtask` compiles
 //! in seconds.
@@ -16,6 +17,7 @@ mod deps;
 mod fuzz;
 mod readme;
 mod tidy;
+mod workspace;
 
 use std::env;
 use std::ffi::OsString;
@@ -27,7 +29,9 @@ const USAGE: &str = "\
 Usage: cargo xtask <TASK>
 
 Tasks:
-  ci      run every CI check in order: fmt, clippy, test, doc, readme, deps, tidy
+  ci      run every CI check in order: fmt, clippy, check (each package, default and all
+          features), test, test-default, doc (defaults and docs.rs features), readme, msrv,
+          fuzz and bench (checked), deps, tidy
   deps    check every dependency edge against the layering table (ARCHITECTURE.md)
   tidy    check file headers, leftover debug macros, package names and manifests
   readme  build the README's 'Use it' dependencies and program as a user would
@@ -172,6 +176,19 @@ fn cargo(root: &Path) -> Command {
     let program = env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
     let mut command = Command::new(program);
     command.current_dir(root);
+    command
+}
+
+/// A `cargo` command through the rustup proxy on `PATH` (so `+nightly` and `+1.88` work), not
+/// the toolchain's own cargo that runs xtask, run from `dir`.
+fn rustup_cargo(dir: &Path) -> Command {
+    let mut command = Command::new("cargo");
+    command
+        .current_dir(dir)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("CARGO")
+        .env_remove("RUSTC")
+        .env_remove("RUSTDOC");
     command
 }
 

@@ -22,7 +22,10 @@ pub(crate) fn run(root: &Path) -> Result<(), Failure> {
     let readme = fs::read_to_string(root.join("README.md"))
         .map_err(|e| Failure::new(format!("cannot read README.md: {e}")))?;
     let (dependencies, program) = use_it_blocks(&readme)?;
-    let dir = root.join("target").join("readme-check");
+    // The workspace's target directory, shared so the kcache crates build once.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), std::path::PathBuf::from);
+    let dir = target.join("readme-check");
     let write = |path: &Path, text: &str| {
         fs::write(path, text)
             .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display())))
@@ -37,7 +40,7 @@ pub(crate) fn run(root: &Path) -> Result<(), Failure> {
     let status = cargo(root)
         .args(["check", "--quiet", "--manifest-path"])
         .arg(dir.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", root.join("target"))
+        .env("CARGO_TARGET_DIR", &target)
         // The README picks k8s-openapi's version with a feature, as a user does.
         .env_remove("K8S_OPENAPI_ENABLED_VERSION")
         .status()

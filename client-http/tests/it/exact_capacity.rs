@@ -3,148 +3,156 @@
 //! JSON decodes the same through the counting wrapper as without it.
 
 use k8s_openapi::api::core::v1::Pod;
-use kcache_client_http::{HttpListerWatcher, WatchDecoder};
-use kcache_reflector::{ListOptions, ListerWatcher, WatchEvent};
+use kcache_client_http::WatchDecoder;
 use kcache_store::DynamicObject;
 use proptest::prelude::*;
 
-use futures_util::StreamExt;
-
-use crate::support::{self, fake_pods};
 use crate::support_chain;
 
-/// Every `Vec` of a pod that k8s-openapi grows while decoding, as (what, len, capacity).
-fn vectors(pod: &Pod) -> Vec<(String, usize, usize)> {
-    let mut out = Vec::new();
-    let mut add = |what: &str, len: usize, cap: usize| out.push((what.to_owned(), len, cap));
-    if let Some(m) = &pod.metadata.managed_fields {
-        add("managedFields", m.len(), m.capacity());
-    }
-    if let Some(o) = &pod.metadata.owner_references {
-        add("ownerReferences", o.len(), o.capacity());
-    }
-    if let Some(spec) = &pod.spec {
-        add(
-            "containers",
-            spec.containers.len(),
-            spec.containers.capacity(),
-        );
-        for c in &spec.containers {
-            if let Some(env) = &c.env {
-                add("env", env.len(), env.capacity());
+/// Listing and watching typed pods (`HttpListerWatcher::typed` needs the `k8s-openapi` feature).
+#[cfg(feature = "k8s-openapi")]
+mod typed_pods {
+    use k8s_openapi::api::core::v1::Pod;
+    use kcache_client_http::HttpListerWatcher;
+    use kcache_reflector::{ListOptions, ListerWatcher, WatchEvent};
+
+    use futures_util::StreamExt;
+
+    use crate::support::{self, fake_pods};
+
+    /// Every `Vec` of a pod that k8s-openapi grows while decoding, as (what, len, capacity).
+    fn vectors(pod: &Pod) -> Vec<(String, usize, usize)> {
+        let mut out = Vec::new();
+        let mut add = |what: &str, len: usize, cap: usize| out.push((what.to_owned(), len, cap));
+        if let Some(m) = &pod.metadata.managed_fields {
+            add("managedFields", m.len(), m.capacity());
+        }
+        if let Some(o) = &pod.metadata.owner_references {
+            add("ownerReferences", o.len(), o.capacity());
+        }
+        if let Some(spec) = &pod.spec {
+            add(
+                "containers",
+                spec.containers.len(),
+                spec.containers.capacity(),
+            );
+            for c in &spec.containers {
+                if let Some(env) = &c.env {
+                    add("env", env.len(), env.capacity());
+                }
+                if let Some(ports) = &c.ports {
+                    add("ports", ports.len(), ports.capacity());
+                }
+                if let Some(mounts) = &c.volume_mounts {
+                    add("volumeMounts", mounts.len(), mounts.capacity());
+                }
             }
-            if let Some(ports) = &c.ports {
-                add("ports", ports.len(), ports.capacity());
+            if let Some(v) = &spec.volumes {
+                add("volumes", v.len(), v.capacity());
             }
-            if let Some(mounts) = &c.volume_mounts {
-                add("volumeMounts", mounts.len(), mounts.capacity());
+            if let Some(t) = &spec.tolerations {
+                add("tolerations", t.len(), t.capacity());
             }
         }
-        if let Some(v) = &spec.volumes {
-            add("volumes", v.len(), v.capacity());
-        }
-        if let Some(t) = &spec.tolerations {
-            add("tolerations", t.len(), t.capacity());
-        }
-    }
-    if let Some(status) = &pod.status {
-        if let Some(c) = &status.conditions {
-            add("conditions", c.len(), c.capacity());
-        }
-        if let Some(s) = &status.container_statuses {
-            add("containerStatuses", s.len(), s.capacity());
-        }
-    }
-    out
-}
-
-fn assert_exact(pod: &Pod) {
-    let vectors = vectors(pod);
-    assert!(vectors.len() >= 8, "a realistic pod: {vectors:?}");
-    for (what, len, cap) in vectors {
-        assert_eq!(len, cap, "{what} of {:?}", pod.metadata.name);
-    }
-}
-
-/// A server holding `n` realistic pods (managedFields, volumes, statuses, ...).
-async fn realistic_server(n: usize) -> kcache_testing_server::FakeApiServer {
-    let server = kcache_testing_server::FakeApiServer::start().await.unwrap();
-    for pod in kcache_testing::workload::pods(7, n, 2) {
-        server.create(&fake_pods(), pod).unwrap();
-    }
-    server
-}
-
-fn typed(server: &kcache_testing_server::FakeApiServer, exact: bool) -> HttpListerWatcher<Pod> {
-    HttpListerWatcher::<Pod>::typed(support::client(server))
-        .exact_capacities(exact)
-        .build()
-}
-
-#[tokio::test]
-async fn listed_and_watched_pods_have_no_slack_and_equal_the_plain_decode() {
-    let server = realistic_server(20).await;
-    let exact = typed(&server, true);
-    let plain = typed(&server, false);
-    let opts = ListOptions {
-        limit: Some(7),
-        ..ListOptions::default()
-    };
-    let list = exact.list(&opts).await.unwrap();
-    let want = plain.list(&opts).await.unwrap();
-    assert_eq!(list.items, want.items);
-    assert!(
-        want.items
-            .iter()
-            .flat_map(vectors)
-            .any(|(_, len, cap)| cap > len),
-        "the plain decode keeps slack, or this test shows nothing"
-    );
-    for pod in &list.items {
-        assert_exact(pod);
-    }
-
-    // The streaming list (initial events) and a change after it.
-    let mut stream = exact
-        .watch(&ListOptions {
-            send_initial_events: Some(true),
-            allow_watch_bookmarks: true,
-            resource_version_match: Some(kcache_reflector::ResourceVersionMatch::NotOlderThan),
-            ..ListOptions::default()
-        })
-        .await
-        .unwrap();
-    let mut seen = 0;
-    while seen < 20 {
-        let item = tokio::time::timeout(std::time::Duration::from_secs(10), stream.next())
-            .await
-            .expect("an event within 10 s");
-        match item {
-            Some(Ok(WatchEvent::Added(pod))) => {
-                assert_exact(&pod);
-                seen += 1;
+        if let Some(status) = &pod.status {
+            if let Some(c) = &status.conditions {
+                add("conditions", c.len(), c.capacity());
             }
-            other => panic!("expected an initial pod, got {other:?}"),
+            if let Some(s) = &status.container_statuses {
+                add("containerStatuses", s.len(), s.capacity());
+            }
         }
+        out
     }
-}
 
-#[tokio::test]
-async fn managed_fields_skipping_and_exact_capacities_combine() {
-    let server = realistic_server(3).await;
-    let lw = HttpListerWatcher::<Pod>::typed(support::client(&server))
-        .exact_capacities(true)
-        .skip_managed_fields(true)
-        .build();
-    let list = lw.list(&ListOptions::default()).await.unwrap();
-    assert_eq!(list.items.len(), 3);
-    for pod in &list.items {
-        assert!(pod.metadata.managed_fields.is_none());
+    fn assert_exact(pod: &Pod) {
         let vectors = vectors(pod);
+        assert!(vectors.len() >= 8, "a realistic pod: {vectors:?}");
+        for (what, len, cap) in vectors {
+            assert_eq!(len, cap, "{what} of {:?}", pod.metadata.name);
+        }
+    }
+
+    /// A server holding `n` realistic pods (managedFields, volumes, statuses, ...).
+    async fn realistic_server(n: usize) -> kcache_testing_server::FakeApiServer {
+        let server = kcache_testing_server::FakeApiServer::start().await.unwrap();
+        for pod in kcache_testing::workload::pods(7, n, 2) {
+            server.create(&fake_pods(), pod).unwrap();
+        }
+        server
+    }
+
+    fn typed(server: &kcache_testing_server::FakeApiServer, exact: bool) -> HttpListerWatcher<Pod> {
+        HttpListerWatcher::<Pod>::typed(support::client(server))
+            .exact_capacities(exact)
+            .build()
+    }
+
+    #[tokio::test]
+    async fn listed_and_watched_pods_have_no_slack_and_equal_the_plain_decode() {
+        let server = realistic_server(20).await;
+        let exact = typed(&server, true);
+        let plain = typed(&server, false);
+        let opts = ListOptions {
+            limit: Some(7),
+            ..ListOptions::default()
+        };
+        let list = exact.list(&opts).await.unwrap();
+        let want = plain.list(&opts).await.unwrap();
+        assert_eq!(list.items, want.items);
         assert!(
-            vectors.iter().all(|(_, len, cap)| len == cap),
-            "{vectors:?}"
+            want.items
+                .iter()
+                .flat_map(vectors)
+                .any(|(_, len, cap)| cap > len),
+            "the plain decode keeps slack, or this test shows nothing"
         );
+        for pod in &list.items {
+            assert_exact(pod);
+        }
+
+        // The streaming list (initial events) and a change after it.
+        let mut stream = exact
+            .watch(&ListOptions {
+                send_initial_events: Some(true),
+                allow_watch_bookmarks: true,
+                resource_version_match: Some(kcache_reflector::ResourceVersionMatch::NotOlderThan),
+                ..ListOptions::default()
+            })
+            .await
+            .unwrap();
+        let mut seen = 0;
+        while seen < 20 {
+            let item = tokio::time::timeout(std::time::Duration::from_secs(10), stream.next())
+                .await
+                .expect("an event within 10 s");
+            match item {
+                Some(Ok(WatchEvent::Added(pod))) => {
+                    assert_exact(&pod);
+                    seen += 1;
+                }
+                other => panic!("expected an initial pod, got {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn managed_fields_skipping_and_exact_capacities_combine() {
+        let server = realistic_server(3).await;
+        let lw = HttpListerWatcher::<Pod>::typed(support::client(&server))
+            .exact_capacities(true)
+            .skip_managed_fields(true)
+            .build();
+        let list = lw.list(&ListOptions::default()).await.unwrap();
+        assert_eq!(list.items.len(), 3);
+        for pod in &list.items {
+            assert!(pod.metadata.managed_fields.is_none());
+            let vectors = vectors(pod);
+            assert!(
+                vectors.iter().all(|(_, len, cap)| len == cap),
+                "{vectors:?}"
+            );
+        }
     }
 }
 
