@@ -1,5 +1,5 @@
 //! The configuration [`Error`] of this crate: loading a kubeconfig or in-cluster config,
-//! credentials and TLS setup.
+//! credentials and TLS setup (and, with the `kube` feature, label selector conversions).
 //!
 //! List and watch calls return [`kcache_reflector::Error`] instead, as the
 //! [`ListerWatcher`](kcache_reflector::ListerWatcher) contract requires; a credential failure
@@ -146,6 +146,20 @@ pub enum Error {
     /// A setting this crate does not support (`auth-provider`, an `https://` proxy, ...).
     #[error("unsupported setting: {0}")]
     Unsupported(String),
+    /// A label selector could not be converted between kcache's
+    /// [`Selector`](kcache_store::Selector) and kube-rs's (the `kube` feature): kube-rs has no
+    /// `>` and `<` requirements, and a kube-rs selector must follow the Kubernetes grammar
+    /// (keys and values valid, no empty `in ()` set).
+    #[error("label selector `{selector}` cannot be converted: {reason}")]
+    Selector {
+        /// The selector, as printed by the side it came from.
+        selector: String,
+        /// What cannot be expressed on the other side.
+        reason: String,
+        /// The parser's error, when the text did not parse.
+        #[source]
+        source: Option<kcache_store::SelectorError>,
+    },
     /// The TLS configuration could not be built (bad key, unusable certificate).
     #[error("could not set up TLS: {what}")]
     Tls {

@@ -21,6 +21,8 @@
 //!   every non-2xx answer is an `Api` error with the server's `Status` (or one made from a text
 //!   body), so 410, 429 and `Retry-After` work.
 //!
+//! - With the `kube` feature, `KubeListerWatcher`: the same over a kube-rs `Client`.
+//!
 //! - [`Proxy`]: a kubeconfig's `proxy-url` (`http://` with `CONNECT`, `socks5://`), or
 //!   `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY` as client-go reads them. [`Impersonate`]: a
 //!   kubeconfig's `as`, `as-uid`, `as-groups` and `as-user-extra`.
@@ -112,6 +114,10 @@
 //! - `k8s-openapi` (off by default): [`ApiResource::of`] and [`HttpListerWatcher::new`] for
 //!   k8s-openapi types. Pick a k8s-openapi version feature in your application, never in a
 //!   library.
+//! - `kube` (off by default): [`KubeListerWatcher`](crate::kube::KubeListerWatcher), the same
+//!   lists, watches, decoding and bounds over a kube-rs `Client` the application already has
+//!   (see [`kube`](crate::kube)), and label selector conversions to and from kube-rs. Brings no
+//!   TLS stack (your `kube` dependency picks one).
 //!
 // An item behind a feature is linked where it exists; without the feature, to its type.
 #![cfg_attr(not(feature = "k8s-openapi"), doc = "[`ApiResource::of`]: ApiResource")]
@@ -127,6 +133,9 @@ mod client;
 mod config;
 mod decode;
 mod error;
+#[cfg(feature = "kube")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
+pub mod kube;
 mod lister_watcher;
 mod transport;
 
@@ -140,12 +149,14 @@ pub use self::config::{
 };
 pub use self::decode::decode_list;
 pub use self::decode::managed_fields::SkipManagedFields;
+pub use self::decode::response::DEFAULT_MAX_LIST_BYTES;
 pub use self::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, fuzz_watch_decoder};
 pub use self::error::{BoxError, Error, Result};
 // The one resource type, in `kcache-store` so the fake API server serves by it too.
-pub use self::lister_watcher::{
-    DEFAULT_MAX_LIST_BYTES, HttpListerWatcher, HttpListerWatcherBuilder,
-};
+#[cfg(feature = "kube")]
+#[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
+pub use self::kube::{KubeListerWatcher, KubeListerWatcherBuilder};
+pub use self::lister_watcher::{HttpListerWatcher, HttpListerWatcherBuilder};
 pub use self::transport::proxy::{Proxy, ProxyProtocol, ProxyUrl};
 pub use self::transport::{
     H2_PING_INTERVAL, H2_PING_TIMEOUT, HyperTransport, ResponseBody, Transport,

@@ -7,13 +7,10 @@ use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchStrea
 use kcache_store::{Compact, CompactCodec, Object};
 use serde::de::DeserializeOwned;
 
-use crate::decode::DecodeOptions;
-use crate::decode::compact::{ObjectFn, compact_objects};
-use crate::decode::list::ListDecoder;
-use crate::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
+use crate::decode::compact::compact_objects;
+use crate::decode::response::{Decoding, watch_guard};
 use crate::transport::request::{collection_url, get};
 use crate::{ApiResource, Client};
-use futures_util::StreamExt;
 
 /// Lists and watches one resource type through a [`Client`]: the
 /// [`ListerWatcher`] the reflector and informer run on.
@@ -45,19 +42,9 @@ pub struct HttpListerWatcher<T> {
     client: Client,
     resource: ApiResource,
     namespace: Option<String>,
-    max_event_size: usize,
-    max_list_bytes: usize,
-    decode: DecodeOptions,
-    /// Builds objects instead of serde: a compact lister-watcher's shared codec.
-    objects: Option<ObjectFn<T>>,
+    decoding: Decoding<T>,
     _t: PhantomData<fn() -> T>,
 }
-
-/// The default limit on the size of one list response: 1 GiB (a page of 500 large objects is a
-/// few MB; an unpaginated list of 100,000 pods about 1 GB). Past it the list fails with
-/// [`Error::Limit`] and is retried after the reflector's backoff; give the reflector a page
-/// size for very large collections.
-pub const DEFAULT_MAX_LIST_BYTES: usize = 1 << 30;
 
 impl<T> Clone for HttpListerWatcher<T> {
     fn clone(&self) -> Self {
@@ -65,10 +52,7 @@ impl<T> Clone for HttpListerWatcher<T> {
             client: self.client.clone(),
             resource: self.resource.clone(),
             namespace: self.namespace.clone(),
-            max_event_size: self.max_event_size,
-            max_list_bytes: self.max_list_bytes,
-            decode: self.decode,
-            objects: self.objects.clone(),
+            decoding: self.decoding.clone(),
             _t: PhantomData,
         }
     }
@@ -79,10 +63,7 @@ impl<T> fmt::Debug for HttpListerWatcher<T> {
         f.debug_struct("HttpListerWatcher")
             .field("resource", &self.resource)
             .field("namespace", &self.namespace)
-            .field("max_event_size", &self.max_event_size)
-            .field("max_list_bytes", &self.max_list_bytes)
-            .field("decode", &self.decode)
-            .field("compact", &self.objects.is_some())
+            .field("decoding", &self.decoding)
             .field("client", &self.client)
             .finish()
     }
@@ -120,7 +101,7 @@ impl<T> HttpListerWatcherBuilder<T> {
     /// decode time and memory of a typical typed Pod. On by default (server-side apply's
     /// bookkeeping, which controllers do not read from a cache); turn it off to keep them.
     pub fn skip_managed_fields(mut self, skip: bool) -> Self {
-        self.inner.decode.skip_managed_fields = skip;
+        self.inner.decoding.options.skip_managed_fields = skip;
         self
     }
 
@@ -134,21 +115,21 @@ impl<T> HttpListerWatcherBuilder<T> {
     /// scan). It pays for itself: less memory to touch makes the initial sync faster too. Types
     /// that ignore size hints (`DynamicObject`) gain nothing; turn it off to save the scan.
     pub fn exact_capacities(mut self, on: bool) -> Self {
-        self.inner.decode.exact_capacities = on;
+        self.inner.decoding.options.exact_capacities = on;
         self
     }
 
     /// The largest watch event accepted, in bytes
-    /// (default [`DEFAULT_MAX_EVENT_SIZE`]); a larger one is reported and skipped.
+    /// (default [`DEFAULT_MAX_EVENT_SIZE`](crate::DEFAULT_MAX_EVENT_SIZE)); a larger one is reported and skipped.
     pub fn max_event_size(mut self, bytes: usize) -> Self {
-        self.inner.max_event_size = bytes.max(1);
+        self.inner.decoding.max_event_size = bytes.max(1);
         self
     }
 
-    /// The largest list response accepted, in bytes (default [`DEFAULT_MAX_LIST_BYTES`]): the
+    /// The largest list response accepted, in bytes (default [`DEFAULT_MAX_LIST_BYTES`](crate::DEFAULT_MAX_LIST_BYTES)): the
     /// body is never buffered past it, and a larger one fails the list with [`Error::Limit`].
     pub fn max_list_bytes(mut self, bytes: usize) -> Self {
-        self.inner.max_list_bytes = bytes.max(1);
+        self.inner.decoding.max_list_bytes = bytes.max(1);
         self
     }
 
@@ -167,10 +148,7 @@ impl<T> HttpListerWatcher<T> {
                 client,
                 resource,
                 namespace: None,
-                max_event_size: DEFAULT_MAX_EVENT_SIZE,
-                max_list_bytes: DEFAULT_MAX_LIST_BYTES,
-                decode: DecodeOptions::default(),
-                objects: None,
+                decoding: Decoding::default(),
                 _t: PhantomData,
             },
         }
@@ -243,7 +221,7 @@ impl<K: 'static> HttpListerWatcherBuilder<Compact<K>> {
     /// dropped, dictionary learned from the first object). The serde options
     /// (`skip_managed_fields`, `exact_capacities`) do not apply to compact objects.
     pub fn codec(mut self, codec: CompactCodec) -> Self {
-        self.inner.objects = Some(compact_objects(codec));
+        self.inner.decoding.objects = Some(compact_objects(codec));
         self
     }
 }
@@ -272,19 +250,7 @@ where
         let work = async {
             let response = self.client.send_with(request, Some(credential)).await?;
             // Decoded as it arrives: the body is never held whole beside its objects.
-            let mut body = response.into_body();
-            let mut decoder = ListDecoder::new(self.decode, self.objects.as_ref());
-            while let Some(chunk) = body.next().await {
-                let chunk = chunk.map_err(Error::Transport)?;
-                if decoder.len().saturating_add(chunk.len()) > self.max_list_bytes {
-                    return Err(Error::Limit(format!(
-                        "the list response is larger than the limit of {} bytes",
-                        self.max_list_bytes
-                    )));
-                }
-                decoder.feed(&chunk)?;
-            }
-            decoder.finish()
+            self.decoding.list(response.into_body()).await
         };
         tokio::time::timeout(self.client.list_timeout(), work)
             .await
@@ -303,17 +269,8 @@ where
         )
         .await
         .map_err(|_| Error::Timeout)??;
-        let guard = opts
-            .timeout_seconds
-            .and_then(|s| u64::try_from(s).ok())
-            .filter(|&s| s > 0)
-            .map(|s| std::time::Duration::from_secs(s) + self.client.watch_timeout_slack());
-        let decoder = WatchDecoder::new()
-            .max_event_size(self.max_event_size)
-            .skip_managed_fields(self.decode.skip_managed_fields)
-            .exact_capacities(self.decode.exact_capacities)
-            .objects(self.objects.clone());
-        Ok(watch_stream(response.into_body(), decoder, guard))
+        let guard = watch_guard(opts.timeout_seconds, self.client.watch_timeout_slack());
+        Ok(self.decoding.watch(response.into_body(), guard))
     }
 
     /// `plural` or `plural.group` (`pods`, `deployments.apps`), for the reflector's logs.

@@ -16,6 +16,9 @@
 //!   and client-http never reach each other), and store's tests use no test-support package.
 //! - HTTP and TLS crates ([`NETWORK_CRATES`]) are normal dependencies of
 //!   [`NETWORK_HOMES`] only, among the libraries.
+//! - kube-rs ([`KUBE_CRATES`]) is a normal dependency of [`KUBE_HOME`] only, among the
+//!   libraries, and there an optional one (its `kube` feature) without default features or a
+//!   TLS feature ([`KUBE_TLS_FEATURES`]): the application's own kube-rs picks the TLS stack.
 //! - `kcache-store` has no async dependency ([`ASYNC_CRATES`]).
 //! - The runtime-free libraries ([`RUNTIME_FREE`]) may use `tokio`, but never with a feature of
 //!   [`RUNTIME_FEATURES`]: the application picks the runtime. The one exception
@@ -81,6 +84,21 @@ const NETWORK_CRATES: &[&str] = &[
 
 /// The libraries that may depend on [`NETWORK_CRATES`].
 const NETWORK_HOMES: &[&str] = &["kcache-client-http", "kcache-testing-server"];
+
+/// kube-rs's crates: a name ending in `*` is a prefix.
+const KUBE_CRATES: &[&str] = &["kube", "kube-*"];
+
+/// The one library that may depend on [`KUBE_CRATES`], behind its `kube` feature.
+const KUBE_HOME: &str = "kcache-client-http";
+
+/// kube-rs features that pick a TLS stack or crypto provider: the application's choice.
+const KUBE_TLS_FEATURES: &[&str] = &[
+    "rustls-tls",
+    "openssl-tls",
+    "aws-lc-rs",
+    "ring",
+    "webpki-roots",
+];
 
 /// Async crates that `kcache-store` must not depend on: a name ending in `*` is a prefix.
 const ASYNC_CRATES: &[&str] = &["tokio", "tokio-util", "futures*", "async-trait"];
@@ -330,6 +348,9 @@ fn check_external(from: &str, to: &str, dependency: &Value, violation: &mut impl
             NETWORK_HOMES.join(" and ")
         ));
     }
+    if LIBRARIES.contains(&from) && matches_any(to, KUBE_CRATES) {
+        check_kube(from, dependency, violation);
+    }
     if from == "kcache-store" && matches_any(to, ASYNC_CRATES) {
         violation(format!(
             "kcache-store has no async dependency at all ({GUIDE})"
@@ -355,6 +376,41 @@ fn check_external(from: &str, to: &str, dependency: &Value, violation: &mut impl
                 enabled.join(", ")
             ));
         }
+    }
+}
+
+/// Checks a library's normal dependency on a kube-rs crate (its metadata entry is `dependency`).
+fn check_kube(from: &str, dependency: &Value, violation: &mut impl FnMut(String)) {
+    if from != KUBE_HOME {
+        violation(format!(
+            "kube-rs belongs in {KUBE_HOME} only, behind its `kube` feature ({GUIDE})"
+        ));
+        return;
+    }
+    if dependency.get("optional").and_then(Value::as_bool) != Some(true) {
+        violation(format!(
+            "kube-rs must be an optional dependency (the `kube` feature) of {KUBE_HOME} ({GUIDE})"
+        ));
+    }
+    let tls: Vec<String> = array_field(dependency, "features")
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|feature| KUBE_TLS_FEATURES.contains(feature))
+        .map(|feature| format!("`{feature}`"))
+        .collect();
+    let defaults = dependency
+        .get("uses_default_features")
+        .and_then(Value::as_bool)
+        != Some(false);
+    if defaults || !tls.is_empty() {
+        let what = if tls.is_empty() {
+            "the default features".to_owned()
+        } else {
+            tls.join(", ")
+        };
+        violation(format!(
+            "enables {what} of kube-rs: the application's kube-rs picks the TLS stack ({GUIDE})"
+        ));
     }
 }
 
@@ -402,6 +458,15 @@ mod tests {
         })
     }
 
+    /// client-http's dependency on kube-client as the `kube` feature declares it: optional,
+    /// without default features, with `features`.
+    fn kube_dep(features: &[&str]) -> Value {
+        let mut dependency = dep("kube-client", None, features);
+        dependency["optional"] = json!(true);
+        dependency["uses_default_features"] = json!(false);
+        dependency
+    }
+
     /// A workspace that follows every rule: the table's edges plus the external crates each
     /// crate is meant to use.
     fn legal() -> Value {
@@ -421,6 +486,9 @@ mod tests {
                     dependencies.push(dep("hyper", None, &["client", "http2"]));
                     dependencies.push(dep("hyper-rustls", None, &["ring"]));
                     dependencies.push(dep("rustls", None, &[]));
+                    if *name == "kcache-client-http" {
+                        dependencies.push(kube_dep(&["client"]));
+                    }
                 }
                 "kcache-xtask" => dependencies.push(dep("serde_json", None, &[])),
                 _ => {}
@@ -569,6 +637,44 @@ mod tests {
             let metadata = with_dep(legal(), "kcache-informer", dep(to, None, &[]));
             single(&metadata, "kcache-informer", to);
         }
+    }
+
+    #[test]
+    fn kube_rs_belongs_in_client_http_only() {
+        for to in ["kube", "kube-client", "kube-core", "kube-runtime"] {
+            let metadata = with_dep(legal(), "kcache-informer", dep(to, None, &[]));
+            let line = single(&metadata, "kcache-informer", to);
+            assert!(
+                line.contains("kube-rs belongs in kcache-client-http only"),
+                "{line}"
+            );
+        }
+        // The programs and tests may use it.
+        let metadata = with_dep(legal(), "kcache-informer", dep("kube", Some("dev"), &[]));
+        assert_eq!(lines(&metadata), Vec::<String>::new());
+        let metadata = with_dep(legal(), "kcache-testing-e2e", dep("kube", None, &[]));
+        assert_eq!(lines(&metadata), Vec::<String>::new());
+    }
+
+    #[test]
+    fn client_http_uses_kube_rs_optionally_and_without_a_tls_stack() {
+        let metadata = with_dep(
+            legal(),
+            "kcache-client-http",
+            kube_dep(&["client", "rustls-tls"]),
+        );
+        let line = single(&metadata, "kcache-client-http", "kube-client");
+        assert!(line.contains("enables `rustls-tls` of kube-rs"), "{line}");
+        let metadata = with_dep(legal(), "kcache-client-http", dep("kube-core", None, &[]));
+        assert_eq!(
+            lines(&metadata),
+            [
+                "kcache-client-http -> kube-core: kube-rs must be an optional dependency (the \
+                 `kube` feature) of kcache-client-http (ARCHITECTURE.md, Layers)",
+                "kcache-client-http -> kube-core: enables the default features of kube-rs: the \
+                 application's kube-rs picks the TLS stack (ARCHITECTURE.md, Layers)",
+            ]
+        );
     }
 
     #[test]

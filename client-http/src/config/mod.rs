@@ -163,6 +163,12 @@ pub struct Config {
     pub impersonate: Option<Impersonate>,
 }
 
+/// The default of [`Config::list_timeout`]: the API server's own limit on a request.
+pub(crate) const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The default of [`Config::watch_timeout_slack`].
+pub(crate) const DEFAULT_WATCH_TIMEOUT_SLACK: Duration = Duration::from_secs(30);
+
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
@@ -228,9 +234,9 @@ impl Config {
             tls_server_name: None,
             insecure_skip_tls_verify: false,
             auth,
-            list_timeout: Duration::from_secs(60),
+            list_timeout: DEFAULT_LIST_TIMEOUT,
             connect_timeout: Duration::from_secs(30),
-            watch_timeout_slack: Duration::from_secs(30),
+            watch_timeout_slack: DEFAULT_WATCH_TIMEOUT_SLACK,
             token_file_refresh: Duration::from_secs(60),
             user_agent: DEFAULT_USER_AGENT.to_owned(),
             proxy: Proxy::FromEnvironment,

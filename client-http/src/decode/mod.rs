@@ -1,4 +1,5 @@
-//! Decoding: list bodies (here), watch streams (`watch`), and the two deserializer wrappers
+//! Decoding: list bodies (here and `list`), watch streams (`watch`), both as a lister-watcher
+//! reads them from a response (`response`), and the two deserializer wrappers
 //! every decode can use, `managed_fields` (skip `metadata.managedFields` unbuilt) and
 //! `exact_capacity` (size every vector exactly), over the shared forwarding of `forward`.
 //!
@@ -14,6 +15,7 @@ pub(crate) mod exact_capacity;
 pub(crate) mod forward;
 pub(crate) mod list;
 pub(crate) mod managed_fields;
+pub(crate) mod response;
 pub(crate) mod watch;
 
 use kcache_reflector::{Error, ObjectList};

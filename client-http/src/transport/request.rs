@@ -44,6 +44,14 @@ pub(crate) fn collection_url(
     let mut url = String::with_capacity(128);
     url.push_str(base.trim_end_matches('/'));
     url.push_str(&resource.collection_path(namespace));
+    push_query(&mut url, opts, watch);
+    url
+}
+
+/// Appends the query of a list (`watch == false`) or watch request to `url`, a collection's URL
+/// (or path) without a query: `?watch=1` for a watch, then every parameter `opts` sets, encoded
+/// (a watch drops `limit` and `continue`).
+pub(crate) fn push_query(url: &mut String, opts: &ListOptions, watch: bool) {
     let mut sep = '?';
     if watch {
         url.push_str("?watch=1");
@@ -58,9 +66,8 @@ pub(crate) fn collection_url(
         sep = '&';
         url.push_str(name);
         url.push('=');
-        encode_query_value(&mut url, &value);
+        encode_query_value(url, &value);
     }
-    url
 }
 
 /// A GET request for `url` with the default headers.

@@ -1,16 +1,21 @@
 //! Integration tests of kcache-client-http: the lister-watcher against the fake API server over
 //! HTTP and HTTPS (client certificates included), kubeconfig and in-cluster loading on fixture
 //! files, credentials (exec plugin bounds, client key checks, URL user-info, redaction), proxies
-//! and impersonation. (Informers over HTTP are tested in kcache-testing-e2e.)
+//! and impersonation; with the `kube` feature, the same lists and watches over kube-rs's client. (Informers over HTTP are tested in kcache-testing-e2e.)
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
 mod auth;
 mod client_key;
+// Typed k8s-openapi pods.
+#[cfg(feature = "k8s-openapi")]
 mod exact_capacity;
 mod exec_limits;
 mod failure_chain;
 mod impersonate;
 mod in_cluster;
+// The kube-rs backend.
+#[cfg(feature = "kube")]
+mod kube;
 mod kubeconfig;
 mod list_watch;
 mod mtls;

@@ -1,5 +1,6 @@
-//! The clients under test, kcache's informer over client-http and kube-rs's watcher + store, and
-//! the table's rows: which client, in which list mode, with which options.
+//! The clients under test, kcache's informer over client-http (its own HTTP client, or kube-rs's
+//! `Client` through `KubeListerWatcher`) and kube-rs's watcher + store, and the table's rows:
+//! which client, in which list mode, with which options.
 //!
 //! A client is started and synced by [`start`]; [`timed`] (in a plain process) measures its
 //! sync time, resident memory and watch throughput, [`counted`] (in the counting process)
@@ -11,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kcache_client_http::{Client, Config, HttpListerWatcher};
+use kcache_client_http::{Client, Config, HttpListerWatcher, KubeListerWatcher};
 use kcache_informer::{HandlerFuncs, RunMode, SharedIndexInformer};
+use kcache_reflector::ListerWatcher;
 use kcache_store::{Compact as CompactObject, CompactCodec, Object};
 use tokio_util::sync::CancellationToken;
 
@@ -37,6 +39,15 @@ pub enum Form {
     Compact,
 }
 
+/// Which HTTP client kcache's informer lists and watches through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// client-http's own client (hyper, `HttpListerWatcher`).
+    Http,
+    /// kube-rs's `Client` as the transport, client-http's decoders (`KubeListerWatcher`).
+    Kube,
+}
+
 /// Which client, and how it runs: on a task of the client process's multi-threaded runtime, or
 /// on a thread of its own with a single-threaded runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,12 +55,14 @@ pub enum Which {
     /// kcache's informer over client-http; `lean`: managedFields dropped and exact vector
     /// capacities (client-http's defaults; off is how kcache decoded before); `inline`:
     /// `RunMode::CallersTask` (on a task of the client's multi-threaded runtime) instead of the
-    /// default `RunMode::Auto` (which there takes a thread of its own).
+    /// default `RunMode::Auto` (which there takes a thread of its own); `backend`: whose HTTP
+    /// client.
     Kcache {
         form: Form,
         list: ListMode,
         lean: bool,
         inline: bool,
+        backend: Backend,
     },
     /// kube-runtime's watcher + reflector store; `own_thread`: polled on a thread of its own.
     KubeRs { list: ListMode, own_thread: bool },
@@ -76,6 +89,18 @@ const fn kcache(form: Form, list: ListMode, lean: bool, inline: bool) -> Which {
         list,
         lean,
         inline,
+        backend: Backend::Http,
+    }
+}
+
+/// kcache's informer with its defaults over kube-rs's `Client`.
+const fn kcache_on_kube(form: Form, list: ListMode) -> Which {
+    Which::Kcache {
+        form,
+        list,
+        lean: true,
+        inline: false,
+        backend: Backend::Kube,
     }
 }
 
@@ -98,6 +123,8 @@ pub const ROWS: &[Row] = &[
     row("compact", "kcache Compact<Pod> (streaming, run)", kcache(Compact, Streaming, true, false)),
     row("compact-paged", "kcache Compact<Pod>, paginated", kcache(Compact, Paginated, true, false)),
     row("compact-inline", "kcache Compact<Pod>, on the caller's task", kcache(Compact, Streaming, true, true)),
+    row("kcache-kube", "kcache Pod over kube-rs's Client (streaming, run)", kcache_on_kube(Typed, Streaming)),
+    row("compact-kube", "kcache Compact<Pod> over kube-rs's Client", kcache_on_kube(Compact, Streaming)),
 ];
 
 /// The row named `key`.
@@ -169,26 +196,46 @@ pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
             list,
             lean,
             inline,
-        } => {
-            let client = Client::new(Config::new(url.parse()?))?;
-            match form {
-                Typed => {
-                    let lw = HttpListerWatcher::<Pod>::typed(client)
-                        .all_namespaces()
-                        .skip_managed_fields(lean)
-                        .exact_capacities(lean)
-                        .build();
-                    start_kcache(lw, list, inline, seen, cancel).await
-                }
-                Compact => {
-                    let lw = HttpListerWatcher::<CompactObject<Pod>>::compact_typed(client)
-                        .all_namespaces()
-                        .codec(CompactCodec::new().keep_managed_fields(!lean))
-                        .build();
-                    start_kcache(lw, list, inline, seen, cancel).await
-                }
+            backend,
+        } => match form {
+            Typed => {
+                let lw: Arc<dyn ListerWatcher<Pod>> = match backend {
+                    Backend::Http => Arc::new(
+                        HttpListerWatcher::<Pod>::typed(Client::new(Config::new(url.parse()?))?)
+                            .all_namespaces()
+                            .skip_managed_fields(lean)
+                            .exact_capacities(lean)
+                            .build(),
+                    ),
+                    Backend::Kube => Arc::new(
+                        KubeListerWatcher::<Pod>::builder(kube_pods(url)?)
+                            .skip_managed_fields(lean)
+                            .exact_capacities(lean)
+                            .build(),
+                    ),
+                };
+                start_kcache(lw, list, inline, seen, cancel).await
             }
-        }
+            Compact => {
+                let codec = CompactCodec::new().keep_managed_fields(!lean);
+                let lw: Arc<dyn ListerWatcher<CompactObject<Pod>>> = match backend {
+                    Backend::Http => Arc::new(
+                        HttpListerWatcher::<CompactObject<Pod>>::compact_typed(Client::new(
+                            Config::new(url.parse()?),
+                        )?)
+                        .all_namespaces()
+                        .codec(codec)
+                        .build(),
+                    ),
+                    Backend::Kube => Arc::new(
+                        KubeListerWatcher::<CompactObject<Pod>>::compact(kube_pods(url)?)
+                            .codec(codec)
+                            .build(),
+                    ),
+                };
+                start_kcache(lw, list, inline, seen, cancel).await
+            }
+        },
         Which::KubeRs { list, own_thread } => {
             let client = kube::Client::try_from(kube::Config::new(url.parse()?))?;
             let api: kube::Api<Pod> = kube::Api::all(client);
@@ -231,9 +278,17 @@ pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
     }
 }
 
+/// kube-rs's `Api` of pods in every namespace of the server at `url`, as kube-rs users build it
+/// (its default config) but with kube-rs's own retries off: the reflector retries.
+fn kube_pods(url: &str) -> Result<kube::Api<Pod>, BoxError> {
+    let mut config = kube::Config::new(url.parse()?);
+    config.default_retry = false;
+    Ok(kube::Api::all(kube::Client::try_from(config)?))
+}
+
 /// Starts kcache's informer over `lw` and returns once it has synced.
 async fn start_kcache<T: Object + serde::de::DeserializeOwned>(
-    lw: HttpListerWatcher<T>,
+    lw: Arc<dyn ListerWatcher<T>>,
     list: ListMode,
     inline: bool,
     seen: Arc<AtomicUsize>,
@@ -244,7 +299,7 @@ async fn start_kcache<T: Object + serde::de::DeserializeOwned>(
     } else {
         RunMode::Auto
     };
-    let informer = SharedIndexInformer::builder(Arc::new(lw))
+    let informer = SharedIndexInformer::builder(lw)
         .run_mode(mode)
         .reflector_options(move |b| b.use_watch_list(list == Streaming))
         .build();

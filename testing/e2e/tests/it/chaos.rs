@@ -12,6 +12,9 @@
 //!
 //! Even seeds cache compact objects (`Compact<DynamicObject>`: metadata decoded, the rest
 //! compressed), odd seeds typed ones (`DynamicObject`): both forms must pass the same checks.
+//! Seeds 1 and 4 (mod 4) run over client-http's own client, seeds 2 and 3 over kube-rs's
+//! (`KubeListerWatcher`): both backends must pass them too, and the default four seeds cover
+//! each form on each backend.
 //!
 //! `KCACHE_CHAOS_SEEDS=N` (or `cargo xtask chaos --seeds N`) runs N seeds; the test command
 //! runs a few. A failure prints its seed; `KCACHE_CHAOS_SEED=S` replays one.
@@ -20,14 +23,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
 use kcache_informer::{QueueKind, ResourceEventHandler, RunMode, SharedIndexInformer};
-use kcache_reflector::BackoffConfig;
+use kcache_reflector::{BackoffConfig, ListerWatcher};
 use kcache_store::{Compact, DynamicObject, Object, ObjectOrTombstone, deletion_handling_key};
 use kcache_testing::workload;
 use kcache_testing_server::FakeApiServer;
 use kcache_testing_server::fake_api_server::{Fault, FaultKind, ServedResource, Verb};
 use tokio_util::sync::CancellationToken;
+
+use crate::support::Backend;
 
 /// key -> resource version, as a handler would rebuild it from its events.
 type State = BTreeMap<String, String>;
@@ -249,16 +253,15 @@ impl World {
     }
 }
 
-/// How the informer's objects are built from the wire: typed or compact.
-type MakeListerWatcher<T> = fn(Client, ApiResource) -> HttpListerWatcher<T>;
+/// How the informer's objects are built from the wire (typed or compact), over which backend,
+/// for the server at the URL.
+type MakeListerWatcher<T> = fn(Backend, &str) -> Arc<dyn ListerWatcher<T>>;
 
 fn informer<T: Object + Clone + serde::de::DeserializeOwned>(
     world: &mut World,
     seed: u64,
-    make: MakeListerWatcher<T>,
+    lw: Arc<dyn ListerWatcher<T>>,
 ) -> (SharedIndexInformer<T>, QueueKind, RunMode) {
-    let client = Client::new(Config::new(world.server.url().parse().unwrap())).unwrap();
-    let lw = make(client, ApiResource::new("", "v1", "pods", true));
     let queue = if world.rng.bool() {
         QueueKind::DeltaFifo
     } else {
@@ -272,7 +275,7 @@ fn informer<T: Object + Clone + serde::de::DeserializeOwned>(
         RunMode::CallersTask
     };
     let page_size = world.page_size;
-    let informer = SharedIndexInformer::builder(Arc::new(lw))
+    let informer = SharedIndexInformer::builder(lw)
         .queue(queue)
         .run_mode(mode)
         .reflector_options(move |b| {
@@ -342,23 +345,27 @@ async fn converge<T: Object>(
 }
 
 async fn run_seed(seed: u64) {
-    if seed.is_multiple_of(2) {
-        run_form::<Compact<DynamicObject>>(seed, "compact", |c, r| {
-            HttpListerWatcher::compact(c, r).build()
-        })
-        .await;
+    let backend = if (seed / 2).is_multiple_of(2) {
+        Backend::Http
     } else {
-        run_form::<DynamicObject>(seed, "typed", HttpListerWatcher::dynamic).await;
+        Backend::Kube
+    };
+    if seed.is_multiple_of(2) {
+        run_form::<Compact<DynamicObject>>(seed, "compact", backend, Backend::compact_pods).await;
+    } else {
+        run_form::<DynamicObject>(seed, "typed", backend, Backend::pods).await;
     }
 }
 
 async fn run_form<T: Object + Clone + serde::de::DeserializeOwned>(
     seed: u64,
     form: &str,
+    backend: Backend,
     make: MakeListerWatcher<T>,
 ) {
     let mut world = World::new(seed).await;
-    let (informer, queue, mode) = informer(&mut world, seed, make);
+    let lw = make(backend, world.server.url());
+    let (informer, queue, mode) = informer(&mut world, seed, lw);
     let early = Log::default();
     informer.add_event_handler(early.clone()).unwrap();
     let cancel = CancellationToken::new();
@@ -382,7 +389,7 @@ async fn run_form<T: Object + Clone + serde::de::DeserializeOwned>(
     // Quiescence: the cache and both handlers agree with the server, except that objects
     // whose last change reached the client undecodable may be missing.
     let logs: Vec<Log> = std::iter::once(early).chain(late).collect();
-    let context = format!("seed {seed} ({form}, {queue:?}, {mode:?})");
+    let context = format!("seed {seed} ({form}, {backend}, {queue:?}, {mode:?})");
     let want = server_state(&world.server);
     let broken = broken_keys(&world.server, &want);
     converge(&informer, &logs, &want, &broken, &context).await;

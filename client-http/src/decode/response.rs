@@ -1,0 +1,114 @@
+//! [`Decoding`]: how a lister-watcher reads a list or watch response body, whichever HTTP
+//! client brought it (client-http's own [`Client`](crate::Client), or kube-rs's behind the
+//! `kube` feature).
+//!
+//! A list body is decoded as it arrives ([`ListDecoder`]) and never buffered past
+//! `max_list_bytes`; a watch body goes through a [`WatchDecoder`] with its per-event limit. So
+//! both backends decode at the same speed and enforce the same bounds on server input.
+
+use std::fmt;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use kcache_reflector::{Error, ObjectList, WatchStream};
+use serde::de::DeserializeOwned;
+
+use crate::decode::DecodeOptions;
+use crate::decode::compact::ObjectFn;
+use crate::decode::list::ListDecoder;
+use crate::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
+use crate::transport::ResponseBody;
+
+/// The default limit on the size of one list response: 1 GiB (a page of 500 large objects is a
+/// few MB; an unpaginated list of 100,000 pods about 1 GB). Past it the list fails with
+/// [`Error::Limit`] and is retried after the reflector's backoff; give the reflector a page
+/// size for very large collections.
+pub const DEFAULT_MAX_LIST_BYTES: usize = 1 << 30;
+
+/// The decoding options and bounds of one lister-watcher.
+pub(crate) struct Decoding<T> {
+    /// The largest watch event accepted, in bytes.
+    pub(crate) max_event_size: usize,
+    /// The largest list response accepted, in bytes.
+    pub(crate) max_list_bytes: usize,
+    /// managedFields and vector capacities.
+    pub(crate) options: DecodeOptions,
+    /// Builds objects instead of serde: a compact lister-watcher's shared codec.
+    pub(crate) objects: Option<ObjectFn<T>>,
+}
+
+impl<T> Default for Decoding<T> {
+    fn default() -> Self {
+        Self {
+            max_event_size: DEFAULT_MAX_EVENT_SIZE,
+            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
+            options: DecodeOptions::default(),
+            objects: None,
+        }
+    }
+}
+
+impl<T> Clone for Decoding<T> {
+    fn clone(&self) -> Self {
+        Self {
+            max_event_size: self.max_event_size,
+            max_list_bytes: self.max_list_bytes,
+            options: self.options,
+            objects: self.objects.clone(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Decoding<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Decoding")
+            .field("max_event_size", &self.max_event_size)
+            .field("max_list_bytes", &self.max_list_bytes)
+            .field("options", &self.options)
+            .field("compact", &self.objects.is_some())
+            .finish()
+    }
+}
+
+impl<T: DeserializeOwned + Send + 'static> Decoding<T> {
+    /// Decodes a list response body as it arrives: each item as soon as its last byte is in.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Transport`] when the body breaks, [`Error::Limit`] past `max_list_bytes`,
+    /// [`Error::Decode`] when the body is not a list.
+    pub(crate) async fn list(&self, mut body: ResponseBody) -> Result<ObjectList<T>, Error> {
+        let mut decoder = ListDecoder::new(self.options, self.objects.as_ref());
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(Error::Transport)?;
+            if decoder.len().saturating_add(chunk.len()) > self.max_list_bytes {
+                return Err(Error::Limit(format!(
+                    "the list response is larger than the limit of {} bytes",
+                    self.max_list_bytes
+                )));
+            }
+            decoder.feed(&chunk)?;
+        }
+        decoder.finish()
+    }
+
+    /// The reflector's stream of a watch response body; `guard` ends it (cleanly) if the server
+    /// has not ended it by then.
+    pub(crate) fn watch(&self, body: ResponseBody, guard: Option<Duration>) -> WatchStream<T> {
+        let decoder = WatchDecoder::new()
+            .max_event_size(self.max_event_size)
+            .skip_managed_fields(self.options.skip_managed_fields)
+            .exact_capacities(self.options.exact_capacities)
+            .objects(self.objects.clone());
+        watch_stream(body, decoder, guard)
+    }
+}
+
+/// How long a watch asked to last `timeout_seconds` may run before the client ends it:
+/// that plus `slack`, or no bound when no positive timeout was asked for.
+pub(crate) fn watch_guard(timeout_seconds: Option<i64>, slack: Duration) -> Option<Duration> {
+    timeout_seconds
+        .and_then(|s| u64::try_from(s).ok())
+        .filter(|&s| s > 0)
+        .map(|s| Duration::from_secs(s) + slack)
+}
