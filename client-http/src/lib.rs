@@ -114,10 +114,10 @@
 //! - `k8s-openapi` (off by default): [`ApiResource::of`] and [`HttpListerWatcher::new`] for
 //!   k8s-openapi types. Pick a k8s-openapi version feature in your application, never in a
 //!   library.
-//! - `kube` (off by default): [`KubeListerWatcher`](crate::kube::KubeListerWatcher), the same
-//!   lists, watches, decoding and bounds over a kube-rs `Client` the application already has
-//!   (see [`kube`](crate::kube)), and label selector conversions to and from kube-rs. Brings no
-//!   TLS stack (your `kube` dependency picks one).
+//! - `kube` (off by default): `kube::KubeListerWatcher`, the same lists, watches, decoding and
+//!   bounds over a kube-rs `Client` the application already has (see the `kube` module), and
+//!   label selector conversions to and from kube-rs. Brings no TLS stack (your `kube`
+//!   dependency picks one).
 //!
 // An item behind a feature is linked where it exists; without the feature, to its type.
 #![cfg_attr(not(feature = "k8s-openapi"), doc = "[`ApiResource::of`]: ApiResource")]
