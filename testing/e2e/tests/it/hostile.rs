@@ -4,6 +4,9 @@
 //! the watch-error hook and a WARN line inside `reflector{resource=pods}` carry the cause, and
 //! that time and memory stay within the configured bounds.
 //!
+//! Each scenario runs twice (`<scenario>::http`, `<scenario>::kube`): over client-http's own
+//! client and over kube-rs's (`KubeListerWatcher`), which must meet the same bounds.
+//!
 //! The tests run on a current-thread runtime, so [`LogCapture::capture`] sees everything the
 //! reflector and the client log. They use the real clock with a 5-100 ms backoff (each wait is
 //! bounded and short), except the `Retry-After` test, which pauses the clock (see
@@ -22,8 +25,39 @@ use kcache_testing_server::scripted_server::{
 };
 use serde_json::{Value, json};
 
-use crate::hostile_support::{Running, State, broken_pod, pod, quick, state};
+use crate::hostile_support::{Limits, Running, State, broken_pod, pod, quick, state};
+use crate::support::Backend;
 use kcache_testing::LogCapture;
+
+/// Each scenario (an `async fn(Backend)`) as a module of two tests, `http` and `kube`: the
+/// informer over client-http's own client and over kube-rs's (`paused:` ones on tokio's paused
+/// clock).
+macro_rules! on_both_backends {
+    (paused: $($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(start_paused = true)]
+            async fn http() {
+                super::$name(super::Backend::Http).await;
+            }
+            #[tokio::test(start_paused = true)]
+            async fn kube() {
+                super::$name(super::Backend::Kube).await;
+            }
+        }
+    )*};
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn http() {
+                super::$name(super::Backend::Http).await;
+            }
+            #[tokio::test]
+            async fn kube() {
+                super::$name(super::Backend::Kube).await;
+            }
+        }
+    )*};
+}
 
 /// How long a real-clock test waits for the informer to heal at most.
 const HEAL: Duration = Duration::from_secs(10);
@@ -90,12 +124,13 @@ fn assert_warned(logs: &LogCapture, needles: &[&str]) {
     );
 }
 
-#[tokio::test]
-async fn an_undecodable_modified_removes_the_old_version_and_a_good_one_brings_it_back() {
+async fn an_undecodable_modified_removes_the_old_version_and_a_good_one_brings_it_back(
+    backend: Backend,
+) {
     let (logs, _guard) = LogCapture::capture();
     let (server, feed) =
         one_watch_server(vec![pod("a", "10", "v1"), pod("b", "10", "v1")], "10").await;
-    let run = Running::start(server.url(), |b| b, quick);
+    let run = Running::start(backend, server.url(), Limits::default(), quick);
     run.converge(HEAL, &state(&[("ns/a", "10", "v1"), ("ns/b", "10", "v1")]))
         .await;
 
@@ -143,12 +178,11 @@ async fn an_undecodable_modified_removes_the_old_version_and_a_good_one_brings_i
     run.stop().await;
 }
 
-#[tokio::test]
-async fn an_undecodable_deleted_removes_the_object() {
+async fn an_undecodable_deleted_removes_the_object(backend: Backend) {
     let (logs, _guard) = LogCapture::capture();
     let (server, feed) =
         one_watch_server(vec![pod("a", "10", "v1"), pod("b", "10", "v1")], "10").await;
-    let run = Running::start(server.url(), |b| b, quick);
+    let run = Running::start(backend, server.url(), Limits::default(), quick);
     run.converge(HEAL, &state(&[("ns/a", "10", "v1"), ("ns/b", "10", "v1")]))
         .await;
 
@@ -188,10 +222,9 @@ async fn an_undecodable_deleted_removes_the_object() {
     run.stop().await;
 }
 
-#[tokio::test]
-async fn the_real_deleted_after_an_undecodable_modified_is_not_heard_twice() {
+async fn the_real_deleted_after_an_undecodable_modified_is_not_heard_twice(backend: Backend) {
     let (server, feed) = one_watch_server(vec![pod("a", "10", "v1")], "10").await;
-    let run = Running::start(server.url(), |b| b, quick);
+    let run = Running::start(backend, server.url(), Limits::default(), quick);
     run.converge(HEAL, &state(&[("ns/a", "10", "v1")])).await;
     feed.send(watch_line(
         "MODIFIED",
@@ -210,8 +243,7 @@ async fn the_real_deleted_after_an_undecodable_modified_is_not_heard_twice() {
     run.stop().await;
 }
 
-#[tokio::test]
-async fn an_event_over_the_size_limit_is_healed_by_a_relist() {
+async fn an_event_over_the_size_limit_is_healed_by_a_relist(backend: Backend) {
     const LIMIT: usize = 16 * 1024;
     let (logs, _guard) = LogCapture::capture();
     // The server's state; the first streaming list goes on with the feed.
@@ -236,7 +268,15 @@ async fn an_event_over_the_size_limit_is_healed_by_a_relist() {
     })
     .await
     .unwrap();
-    let run = Running::start(server.url(), |b| b.max_event_size(LIMIT), quick);
+    let run = Running::start(
+        backend,
+        server.url(),
+        Limits {
+            max_event_size: Some(LIMIT),
+            ..Limits::default()
+        },
+        quick,
+    );
     run.converge(HEAL, &state(&[("ns/a", "10", "v1")])).await;
 
     // Version 11 carries 64 KiB in a field the type ignores: as an event it is over the limit
@@ -276,14 +316,18 @@ async fn an_event_over_the_size_limit_is_healed_by_a_relist() {
     run.stop().await;
 }
 
-#[tokio::test]
-async fn a_closed_port_is_reported_with_its_cause_not_silently_retried() {
+async fn a_closed_port_is_reported_with_its_cause_not_silently_retried(backend: Backend) {
     let (logs, _guard) = LogCapture::capture();
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    let run = Running::start(&format!("http://127.0.0.1:{port}"), |b| b, quick);
+    let run = Running::start(
+        backend,
+        &format!("http://127.0.0.1:{port}"),
+        Limits::default(),
+        quick,
+    );
     let start = Instant::now();
     eventually(
         Duration::from_secs(5),
@@ -308,8 +352,7 @@ async fn a_closed_port_is_reported_with_its_cause_not_silently_retried() {
     run.stop().await;
 }
 
-#[tokio::test]
-async fn a_list_item_without_a_name_is_reported_and_the_rest_syncs() {
+async fn a_list_item_without_a_name_is_reported_and_the_rest_syncs(backend: Backend) {
     let (logs, _guard) = LogCapture::capture();
     let mut nameless = pod("x", "9", "v1");
     nameless["metadata"].as_object_mut().unwrap().remove("name");
@@ -325,7 +368,7 @@ async fn a_list_item_without_a_name_is_reported_and_the_rest_syncs() {
     })
     .await
     .unwrap();
-    let run = Running::start(server.url(), |b| b, quick);
+    let run = Running::start(backend, server.url(), Limits::default(), quick);
     run.converge(HEAL, &state(&[("ns/a", "10", "v1"), ("ns/b", "10", "v1")]))
         .await;
     assert!(run.informer.has_synced());
@@ -367,6 +410,7 @@ async fn no_bookmark_server(then: fn() -> stream::BoxStream<'static, Bytes>) -> 
 /// Runs an informer against a [`no_bookmark_server`]; `failure` is how each failed attempt is
 /// reported.
 async fn falls_back_without_the_bookmark(
+    backend: Backend,
     then: fn() -> stream::BoxStream<'static, Bytes>,
     failure: &str,
     text: &str,
@@ -374,11 +418,9 @@ async fn falls_back_without_the_bookmark(
     let (logs, _guard) = LogCapture::capture();
     let server = no_bookmark_server(then).await;
     let start = Instant::now();
-    let run = Running::start(
-        server.url(),
-        |b| b,
-        |b| quick(b).idle_timeout(Some(Duration::from_millis(200))),
-    );
+    let run = Running::start(backend, server.url(), Limits::default(), |b| {
+        quick(b).idle_timeout(Some(Duration::from_millis(200)))
+    });
     run.converge(HEAL, &state(&[("ns/a", "10", "v1"), ("ns/b", "10", "v1")]))
         .await;
     assert!(
@@ -408,9 +450,11 @@ async fn falls_back_without_the_bookmark(
     run.stop().await;
 }
 
-#[tokio::test]
-async fn a_streaming_list_that_ends_without_its_bookmark_falls_back_to_a_paginated_list() {
+async fn a_streaming_list_that_ends_without_its_bookmark_falls_back_to_a_paginated_list(
+    backend: Backend,
+) {
     falls_back_without_the_bookmark(
+        backend,
         || stream::empty().boxed(),
         "InitialEventsIncomplete",
         "ended after 2 events without its initial-events bookmark",
@@ -418,9 +462,11 @@ async fn a_streaming_list_that_ends_without_its_bookmark_falls_back_to_a_paginat
     .await;
 }
 
-#[tokio::test]
-async fn a_streaming_list_that_stalls_without_its_bookmark_falls_back_after_the_idle_timeout() {
+async fn a_streaming_list_that_stalls_without_its_bookmark_falls_back_after_the_idle_timeout(
+    backend: Backend,
+) {
     falls_back_without_the_bookmark(
+        backend,
         || stream::pending().boxed(),
         "WatchIdle",
         "watch delivered nothing for 200ms",
@@ -428,8 +474,7 @@ async fn a_streaming_list_that_stalls_without_its_bookmark_falls_back_after_the_
     .await;
 }
 
-#[tokio::test]
-async fn a_repeated_continue_token_fails_the_list_at_once() {
+async fn a_repeated_continue_token_fails_the_list_at_once(backend: Backend) {
     let (logs, _guard) = LogCapture::capture();
     // In the first two lists the second page names the same token again, for ever; the
     // third list ends after two pages.
@@ -453,7 +498,7 @@ async fn a_repeated_continue_token_fails_the_list_at_once() {
     })
     .await
     .unwrap();
-    let run = Running::start(server.url(), |b| b, quick);
+    let run = Running::start(backend, server.url(), Limits::default(), quick);
     run.converge(HEAL, &state(&[("ns/a", "10", "v1"), ("ns/b", "10", "v1")]))
         .await;
     let limits = run.reported_of("Limit");
@@ -487,8 +532,7 @@ impl Drop for SetOnDrop {
     }
 }
 
-#[tokio::test]
-async fn a_list_body_over_max_list_bytes_fails_without_being_buffered() {
+async fn a_list_body_over_max_list_bytes_fails_without_being_buffered(backend: Backend) {
     const LIMIT: usize = 64 * 1024;
     let (logs, _guard) = LogCapture::capture();
     let lists = Arc::new(AtomicUsize::new(0));
@@ -523,7 +567,15 @@ async fn a_list_body_over_max_list_bytes_fails_without_being_buffered() {
     .await
     .unwrap();
     let start = Instant::now();
-    let run = Running::start(server.url(), |b| b.max_list_bytes(LIMIT), quick);
+    let run = Running::start(
+        backend,
+        server.url(),
+        Limits {
+            max_list_bytes: Some(LIMIT),
+            ..Limits::default()
+        },
+        quick,
+    );
     eventually(Duration::from_secs(5), "the oversize list reported", || {
         !run.reported_of("Limit").is_empty()
     })
@@ -577,8 +629,7 @@ fn metronome() -> tokio::task::JoinHandle<()> {
     })
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_retry_after_of_63_years_is_capped_at_the_backoff_cap() {
+async fn a_retry_after_of_63_years_is_capped_at_the_backoff_cap(backend: Backend) {
     const CAP: Duration = Duration::from_secs(30);
     let (logs, _guard) = LogCapture::capture();
     let metronome = metronome();
@@ -610,7 +661,7 @@ async fn a_retry_after_of_63_years_is_capped_at_the_backoff_cap() {
     .await
     .unwrap();
     // The default backoff: its 30 s cap bounds any Retry-After.
-    let run = Running::start(server.url(), |b| b, |b| b.seed(7));
+    let run = Running::start(backend, server.url(), Limits::default(), |b| b.seed(7));
     let watches = tokio::time::timeout(Duration::from_secs(120), async {
         while server.count(ScriptedRequest::is_plain_watch) < 2 {
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -648,8 +699,7 @@ async fn a_retry_after_of_63_years_is_capped_at_the_backoff_cap() {
     run.stop().await;
 }
 
-#[tokio::test]
-async fn decode_reports_never_quote_server_values() {
+async fn decode_reports_never_quote_server_values(backend: Backend) {
     const SECRETS: [&str; 3] = ["hunter2-SECRET-token", "SECRET-variant", "31415926535"];
     let (logs, _guard) = LogCapture::capture();
     let (feed, rest) = feed();
@@ -677,7 +727,7 @@ async fn decode_reports_never_quote_server_values() {
     })
     .await
     .unwrap();
-    let run = Running::start(server.url(), |b| b, quick);
+    let run = Running::start(backend, server.url(), Limits::default(), quick);
     run.converge(HEAL, &state(&[("ns/a", "10", "v1"), ("ns/b", "10", "v1")]))
         .await;
     eventually(HEAL, "the watch open", || {
@@ -730,3 +780,18 @@ async fn decode_reports_never_quote_server_values() {
     }
     run.stop().await;
 }
+
+on_both_backends!(
+    an_undecodable_modified_removes_the_old_version_and_a_good_one_brings_it_back,
+    an_undecodable_deleted_removes_the_object,
+    the_real_deleted_after_an_undecodable_modified_is_not_heard_twice,
+    an_event_over_the_size_limit_is_healed_by_a_relist,
+    a_closed_port_is_reported_with_its_cause_not_silently_retried,
+    a_list_item_without_a_name_is_reported_and_the_rest_syncs,
+    a_streaming_list_that_ends_without_its_bookmark_falls_back_to_a_paginated_list,
+    a_streaming_list_that_stalls_without_its_bookmark_falls_back_after_the_idle_timeout,
+    a_repeated_continue_token_fails_the_list_at_once,
+    a_list_body_over_max_list_bytes_fails_without_being_buffered,
+    decode_reports_never_quote_server_values,
+);
+on_both_backends!(paused: a_retry_after_of_63_years_is_capped_at_the_backoff_cap);

@@ -1,5 +1,6 @@
 //! The harness of the hostile-server tests: a typed `Pod` (a wrongly typed `spec` field breaks
-//! it while its metadata stays readable), a `SharedIndexInformer` over client-http against a
+//! it while its metadata stays readable), a `SharedIndexInformer` over client-http (its own
+//! client or kube-rs's, see [`Backend`]) against a
 //! [`ScriptedServer`](kcache_testing_server::ScriptedServer), a handler recording what it hears and a
 //! watch-error hook recording what it is told.
 
@@ -7,16 +8,16 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kcache_client_http::{
-    ApiResource, Client, Config, HttpListerWatcher, HttpListerWatcherBuilder,
-};
+use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher, KubeListerWatcher};
 use kcache_informer::{ResourceEventHandler, SharedIndexInformer};
-use kcache_reflector::{BackoffConfig, Error, ErrorChain, ReflectorBuilder};
+use kcache_reflector::{BackoffConfig, Error, ErrorChain, ListerWatcher, ReflectorBuilder};
 use kcache_store::{Object, ObjectMeta, ObjectOrTombstone, deletion_handling_key};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+use crate::support::{Backend, kube_client};
 
 /// A typed pod, as a controller would declare it: a `spec` whose fields have types.
 #[derive(Debug, Clone, Deserialize)]
@@ -181,8 +182,44 @@ pub(crate) struct Running {
     task: JoinHandle<()>,
 }
 
-/// The lister-watcher's options a test may change.
-pub(crate) type LwOptions = fn(HttpListerWatcherBuilder<Pod>) -> HttpListerWatcherBuilder<Pod>;
+/// The lister-watcher's limits a test may set (the defaults where `None`), on either backend.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Limits {
+    /// `max_event_size`.
+    pub(crate) max_event_size: Option<usize>,
+    /// `max_list_bytes`.
+    pub(crate) max_list_bytes: Option<usize>,
+}
+
+/// Typed pods of every namespace at `url` over `backend`, with `limits`.
+fn lister_watcher(backend: Backend, url: &str, limits: Limits) -> Arc<dyn ListerWatcher<Pod>> {
+    match backend {
+        Backend::Http => {
+            let client = Client::new(Config::new(url.parse().unwrap())).unwrap();
+            let pods = ApiResource::new("", "v1", "pods", true);
+            let mut b = HttpListerWatcher::<Pod>::builder(client, pods);
+            if let Some(n) = limits.max_event_size {
+                b = b.max_event_size(n);
+            }
+            if let Some(n) = limits.max_list_bytes {
+                b = b.max_list_bytes(n);
+            }
+            Arc::new(b.build())
+        }
+        Backend::Kube => {
+            let api: kube_client::Api<k8s_openapi::api::core::v1::Pod> =
+                kube_client::Api::all(kube_client(url));
+            let mut b = KubeListerWatcher::<Pod>::builder(api);
+            if let Some(n) = limits.max_event_size {
+                b = b.max_event_size(n);
+            }
+            if let Some(n) = limits.max_list_bytes {
+                b = b.max_list_bytes(n);
+            }
+            Arc::new(b.build())
+        }
+    }
+}
 
 /// Short, seeded backoff (5 ms doubling to 100 ms) for tests on the real clock: a failed round
 /// is retried at once, and `Retry-After` is capped at 100 ms.
@@ -195,18 +232,18 @@ pub(crate) fn quick(b: ReflectorBuilder<Pod>) -> ReflectorBuilder<Pod> {
 }
 
 impl Running {
-    /// Starts an informer of pods at `url` (all namespaces) on this runtime's current task set.
+    /// Starts an informer of pods at `url` (all namespaces) over `backend` on this runtime's
+    /// current task set.
     pub(crate) fn start(
+        backend: Backend,
         url: &str,
-        lw: LwOptions,
+        limits: Limits,
         reflector: impl FnOnce(ReflectorBuilder<Pod>) -> ReflectorBuilder<Pod> + Send + 'static,
     ) -> Self {
-        let client = Client::new(Config::new(url.parse().unwrap())).unwrap();
-        let pods = ApiResource::new("", "v1", "pods", true);
-        let lw = lw(HttpListerWatcher::<Pod>::builder(client, pods)).build();
+        let lw = lister_watcher(backend, url, limits);
         let hook = Arc::new(Mutex::new(Vec::new()));
         let h = Arc::clone(&hook);
-        let informer = SharedIndexInformer::builder(Arc::new(lw))
+        let informer = SharedIndexInformer::builder(lw)
             .on_watch_error(move |e| h.lock().unwrap().push(reported(e)))
             .reflector_options(reflector)
             .build();
