@@ -29,7 +29,7 @@ const USAGE: &str = "\
 Usage: cargo xtask <TASK>
 
 Tasks:
-  ci      run every CI check in order: fmt, clippy, check (each package, default and all
+  ci      run every CI check in order: fmt, clippy (each package alone, all and default
           features), test, test-default, doc (defaults and docs.rs features), readme, msrv,
           fuzz and bench (checked), deps, tidy
   deps    check every dependency edge against the layering table (ARCHITECTURE.md)

@@ -1,7 +1,7 @@
 //! `cargo xtask ci`: every check CI runs, in order, stopping at the first that fails.
 //!
-//! The steps ([`steps`]) are formatting, clippy, each package checked alone with its default
-//! features and with all of them, the tests (unit, integration and doc; every feature, then each
+//! The steps ([`steps`]) are formatting, clippy on each package alone with all its features and
+//! with its defaults, the tests (unit, integration and doc; every feature, then each
 //! package with features on its defaults), the docs (each package with its defaults and with
 //! its docs.rs features), the declared minimum Rust version, the fuzz targets and the bench
 //! program, then the in-process [`deps`](crate::deps) and [`tidy`](crate::tidy) checks. Each

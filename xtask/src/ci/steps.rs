@@ -1,10 +1,11 @@
 //! The steps of `cargo xtask ci`, built from the workspace's metadata.
 //!
-//! Beside the workspace-wide runs (clippy and the tests with every feature), each package is
-//! built as its users build it: checked alone with its default features and with all of them,
-//! tested alone with its defaults when it has features, and documented with its defaults and
-//! with docs.rs's features. The README's "Use it" program is built from its own Cargo.toml
-//! lines ([`readme`]). The workspace is checked on the declared `rust-version` (MSRV),
+//! Each package is built as its users build it: linted and checked alone (`cargo clippy -p`,
+//! which is `cargo check` plus the lints) with all its features and with its defaults, tested
+//! with every feature (the workspace at once) and alone with its defaults when it has features,
+//! and documented with its defaults and with docs.rs's features. The README's "Use it" program
+//! is built from its own Cargo.toml lines ([`readme`]). The workspace is checked on the
+//! declared `rust-version` (MSRV),
 //! and the two separate workspaces, the fuzz targets and the bench program, are checked too,
 //! in the shared target directory.
 
@@ -105,18 +106,23 @@ pub(crate) fn steps(
     workspace: &Workspace,
     locks: Locks,
 ) -> Result<Vec<(&'static str, Step)>, Failure> {
-    let clippy = Job::cargo(&["clippy", "--workspace", "--all-targets", "--all-features"])
-        .args(locked(locks.workspace))
-        .args(&["--", "-D", "warnings"]);
-
-    // Each package alone, as a user builds it: features unify only within what it pulls in.
-    let mut check = Vec::new();
+    // Each package alone, as a user builds it (features unify only within what it pulls in),
+    // with all its features and, where it has some, with its defaults. Clippy is `cargo check`
+    // plus the lints, and its `-D warnings` reaches only the workspace's crates, so a warning
+    // that only one set of features shows (an import unused without a feature) fails the run
+    // while the dependencies' builds stay shared.
+    let mut clippy = Vec::new();
     for package in &workspace.packages {
-        let alone = Job::cargo(&["check", "--all-targets", "-p", &package.name]);
+        let alone = |features: &[&str]| {
+            Job::cargo(&["clippy", "--all-targets", "-p", &package.name])
+                .args(features)
+                .args(locked(locks.workspace))
+                .args(&["--", "-D", "warnings"])
+        };
+        clippy.push(alone(&["--all-features"]));
         if package.has_features {
-            check.push(alone.clone().args(&["--all-features"]));
+            clippy.push(alone(&[]));
         }
-        check.push(alone);
     }
 
     // `cargo test -p <package>` with default features, for the packages where that differs
@@ -156,8 +162,7 @@ pub(crate) fn steps(
             "fmt",
             Step::jobs(vec![Job::cargo(&["fmt", "--all", "--", "--check"])]),
         ),
-        ("clippy", Step::jobs(vec![clippy])),
-        ("check", Step::jobs(check)),
+        ("clippy", Step::jobs(clippy)),
         (
             "test",
             Step::jobs(vec![Job::cargo(&["test", "--workspace", "--all-features"])]),
@@ -257,7 +262,6 @@ mod tests {
             [
                 "fmt",
                 "clippy",
-                "check",
                 "test",
                 "test-default",
                 "doc",
@@ -273,26 +277,28 @@ mod tests {
 
     #[test]
     fn clippy_is_locked_only_with_a_lock_file() {
-        let unlocked = jobs(NONE_LOCKED, "clippy");
-        assert!(!unlocked[0].arguments().contains(&"--locked".to_owned()));
-        let locked = jobs(ALL_LOCKED, "clippy");
-        let args = locked[0].arguments();
-        let position = args.iter().position(|arg| arg == "--locked").unwrap();
-        let separator = args.iter().position(|arg| arg == "--").unwrap();
-        assert!(
-            position < separator,
-            "--locked must go to cargo, not to clippy-driver"
-        );
+        for job in jobs(NONE_LOCKED, "clippy") {
+            assert!(!job.arguments().contains(&"--locked".to_owned()));
+        }
+        for job in jobs(ALL_LOCKED, "clippy") {
+            let args = job.arguments();
+            let position = args.iter().position(|arg| arg == "--locked").unwrap();
+            let separator = args.iter().position(|arg| arg == "--").unwrap();
+            assert!(
+                position < separator,
+                "--locked must go to cargo, not to clippy-driver"
+            );
+        }
     }
 
     #[test]
-    fn each_package_is_checked_alone_with_default_and_all_features() {
+    fn each_package_is_linted_alone_with_all_and_default_features() {
         assert_eq!(
-            shown(NONE_LOCKED, "check"),
+            shown(NONE_LOCKED, "clippy"),
             [
-                "cargo check --all-targets -p featured --all-features",
-                "cargo check --all-targets -p featured",
-                "cargo check --all-targets -p plain",
+                "cargo clippy --all-targets -p featured --all-features -- -D warnings",
+                "cargo clippy --all-targets -p featured -- -D warnings",
+                "cargo clippy --all-targets -p plain --all-features -- -D warnings",
             ]
         );
         assert_eq!(
