@@ -221,7 +221,7 @@ impl<T: Object> DeltaFifo<T> {
     }
 
     fn record_rv(state: &mut State<T>, obj: &T) {
-        if let Some(rv) = obj.resource_version() {
+        if let Some(rv) = obj.resource_version().filter(|rv| !rv.is_empty()) {
             state.last_rv = Some(rv.to_owned());
         }
     }

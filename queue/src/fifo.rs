@@ -127,7 +127,7 @@ impl<T: Object> Fifo<T> {
         let key = self.key_of(&obj)?;
         let mut st = self.lock();
         st.population.mark_populated();
-        if let Some(rv) = obj.resource_version() {
+        if let Some(rv) = obj.resource_version().filter(|rv| !rv.is_empty()) {
             st.last_rv = Some(rv.to_owned());
         }
         st.put(

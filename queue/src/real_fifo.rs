@@ -173,7 +173,7 @@ impl<T: Object> RealFifo<T> {
         let obj = self.transform(obj);
         let mut st = self.lock();
         st.population.mark_populated();
-        if let Some(rv) = obj.resource_version() {
+        if let Some(rv) = obj.resource_version().filter(|rv| !rv.is_empty()) {
             st.last_rv = Some(rv.to_owned());
         }
         st.items.push_back(make(obj));

@@ -65,6 +65,15 @@ pub trait ListerWatcher<T: Object>: Send + Sync {
     fn resource(&self) -> Option<String> {
         None
     }
+
+    /// Whether this backend can serve streaming lists (a watch with `sendInitialEvents=true`
+    /// ending in the initial-events bookmark). `true` by default. A backend that cannot (a
+    /// fake, a cache, a server known to lack `WatchList`) returns `false`, and the reflector
+    /// then lists at once instead of trying, failing and reporting a failed streaming list
+    /// first (client-go's `IsWatchListSemanticsUnSupported`, with the opposite sense).
+    fn supports_streaming_lists(&self) -> bool {
+        true
+    }
 }
 
 #[async_trait::async_trait]
@@ -77,5 +86,8 @@ impl<T: Object, L: ListerWatcher<T> + ?Sized> ListerWatcher<T> for Arc<L> {
     }
     fn resource(&self) -> Option<String> {
         (**self).resource()
+    }
+    fn supports_streaming_lists(&self) -> bool {
+        (**self).supports_streaming_lists()
     }
 }

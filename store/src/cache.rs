@@ -190,6 +190,24 @@ mod tests {
             })
     }
 
+    /// client-go's `TestThreadSafeStoreRV` and `TestStoreResourceVersionWithNonMetaTransform`:
+    /// an object without a resource version (or whose transform dropped it) keeps the last
+    /// synced one; the next object that has one moves it on.
+    #[test]
+    fn an_object_without_a_resource_version_keeps_the_last_synced_one() {
+        let c = Cache::with_indexers(by_app());
+        c.add(obj("a", "x", "5", "web")).unwrap();
+        c.add(obj("a", "y", "", "web")).unwrap();
+        assert_eq!(c.last_sync_resource_version().as_deref(), Some("5"));
+        let no_rv = Arc::new(DynamicObject::new(Some("a"), "z"));
+        assert!(no_rv.metadata.resource_version.is_none());
+        c.update(Arc::clone(&no_rv)).unwrap();
+        c.delete(no_rv).unwrap();
+        assert_eq!(c.last_sync_resource_version().as_deref(), Some("5"));
+        c.add(obj("a", "w", "6", "web")).unwrap();
+        assert_eq!(c.last_sync_resource_version().as_deref(), Some("6"));
+    }
+
     #[test]
     fn add_get_delete_and_rv_tracking() {
         let c = Cache::with_indexers(by_app());

@@ -32,6 +32,15 @@ struct Inner<T> {
 type Values = Vec<Vec<String>>;
 
 impl<T: Object> Inner<T> {
+    /// Records `obj`'s resource version as the last synced one. An object without one (or a
+    /// transform that dropped it) leaves the previous value, as client-go's store does
+    /// (`TestThreadSafeStoreRV`): it says nothing about how fresh the store is.
+    fn note_resource_version(&mut self, obj: &T) {
+        if let Some(rv) = obj.resource_version().filter(|rv| !rv.is_empty()) {
+            self.resource_version = Some(rv.to_owned());
+        }
+    }
+
     fn values_of(&self, key: &ObjectKey, obj: &T) -> Result<Values> {
         self.indexers
             .iter()
@@ -118,7 +127,7 @@ impl<T: Object> ThreadSafeStore<T> {
             None => None,
         };
         inner.reindex(&key, old.as_ref(), Some(&new));
-        inner.resource_version = obj.resource_version().map(str::to_owned);
+        inner.note_resource_version(&*obj);
         inner.items.insert(key, obj);
         Ok(())
     }
@@ -147,7 +156,7 @@ impl<T: Object> ThreadSafeStore<T> {
             inner.items.remove(key);
         }
         if let Some(obj) = obj {
-            inner.resource_version = obj.resource_version().map(str::to_owned);
+            inner.note_resource_version(obj);
         }
         Ok(())
     }

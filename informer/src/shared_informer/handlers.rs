@@ -140,6 +140,33 @@ impl<T: Object> SharedIndexInformer<T> {
         Ok(registration)
     }
 
+    /// How often the informer checks whether a handler's resync is due (client-go's
+    /// `resyncCheckPeriod`): the builder's resync period, lowered before start to the shortest
+    /// period a handler asked for (never below one second); fixed once the informer runs.
+    pub fn resync_check_period(&self) -> Duration {
+        self.settings().resync_check
+    }
+
+    /// The resync period in force for `registration`'s handler: what it asked for, raised to
+    /// the check period (zero when either is zero). `None` once the handler was removed or the
+    /// informer stopped, and for a registration of another informer.
+    pub fn resync_period(&self, registration: &Registration<T>) -> Option<Duration> {
+        if registration.informer != Arc::as_ptr(&self.inner) as usize {
+            return None;
+        }
+        self.inner
+            .processor
+            .listeners()
+            .iter()
+            .find(|l| l.id == registration.id)
+            .map(|l| {
+                l.resync
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .effective
+            })
+    }
+
     /// Removes a handler: its pending events are dropped; an event being handled finishes.
     /// Removing twice, or a registration of another informer, does nothing.
     pub fn remove_event_handler(&self, registration: &Registration<T>) {

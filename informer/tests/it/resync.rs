@@ -87,3 +87,58 @@ async fn informer_without_resync_never_resyncs_and_short_periods_are_raised() {
     cancel.cancel();
     run.await.unwrap().unwrap();
 }
+
+/// client-go's `TestResyncCheckPeriod`: before start, each handler that asks for a shorter
+/// period lowers the informer's check period and the handlers' periods are reconciled with
+/// it; after start the check period is fixed and a shorter request is raised to it.
+#[tokio::test(start_paused = true)]
+async fn resync_check_period_and_handler_periods_follow_client_go() {
+    use crate::support::Recorder;
+    let hours = |h: u64| Duration::from_secs(h * 3600);
+    let (_fake, inf) = informer(hours(12));
+    assert_eq!(inf.resync_check_period(), hours(12));
+
+    let h1 = inf.add_event_handler(Recorder::default()).unwrap();
+    assert_eq!(inf.resync_check_period(), hours(12));
+    assert_eq!(inf.resync_period(&h1), Some(hours(12)));
+
+    let h2 = inf
+        .add_event_handler_with_resync(Recorder::default(), Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(inf.resync_check_period(), Duration::from_secs(60));
+    assert_eq!(inf.resync_period(&h1), Some(hours(12)));
+    assert_eq!(inf.resync_period(&h2), Some(Duration::from_secs(60)));
+
+    let h3 = inf
+        .add_event_handler_with_resync(Recorder::default(), Duration::ZERO)
+        .unwrap();
+    assert_eq!(inf.resync_check_period(), Duration::from_secs(60));
+    assert_eq!(inf.resync_period(&h3), Some(Duration::ZERO));
+
+    let (cancel, run) = start(&inf);
+    assert!(inf.synced().await);
+    let h4 = inf
+        .add_event_handler_with_resync(Recorder::default(), Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(
+        inf.resync_check_period(),
+        Duration::from_secs(60),
+        "fixed once running"
+    );
+    assert_eq!(
+        inf.resync_period(&h4),
+        Some(Duration::from_secs(60)),
+        "raised to it"
+    );
+
+    inf.remove_event_handler(&h4);
+    assert_eq!(inf.resync_period(&h4), None);
+    let (_other_fake, other) = informer(hours(1));
+    assert_eq!(
+        other.resync_period(&h1),
+        None,
+        "another informer's registration"
+    );
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+}

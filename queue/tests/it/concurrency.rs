@@ -137,3 +137,35 @@ async fn an_add_wakes_a_blocked_pop_and_a_cancelled_pop_loses_nothing() {
     q.add(obj("a", 1)).unwrap();
     assert_eq!(waiter.await.unwrap(), "a");
 }
+
+/// client-go's `TestThreadSafeStoreRV`, for the queues: an object without a resource version,
+/// or with an empty one, leaves the last synced resource version where it was.
+#[test]
+fn an_object_without_a_resource_version_keeps_every_queues_last_one() {
+    use kcache_queue::{DeltaFifo, Fifo, RealFifo};
+    use kcache_store::{DynamicObject, Store};
+    let queues: Vec<(&str, Box<dyn Store<DynamicObject>>)> = vec![
+        ("fifo", Box::new(Fifo::new())),
+        ("delta fifo", Box::new(DeltaFifo::new())),
+        ("real fifo", Box::new(RealFifo::new())),
+    ];
+    for (name, q) in queues {
+        q.add(crate::support::obj("a", 5)).unwrap();
+        let mut empty = DynamicObject::new(Some("ns"), "b");
+        empty.metadata.resource_version = Some(String::new());
+        q.add(std::sync::Arc::new(empty)).unwrap();
+        q.update(std::sync::Arc::new(DynamicObject::new(Some("ns"), "c")))
+            .unwrap();
+        assert_eq!(
+            q.last_sync_resource_version().as_deref(),
+            Some("5"),
+            "{name}"
+        );
+        q.add(crate::support::obj("d", 6)).unwrap();
+        assert_eq!(
+            q.last_sync_resource_version().as_deref(),
+            Some("6"),
+            "{name}"
+        );
+    }
+}

@@ -327,7 +327,7 @@ impl<T: Object> Reflector<T> {
     /// store refused a replace.
     pub async fn list_and_watch(&self, cancel: &CancellationToken) -> Result<(), Error> {
         let mut stream = None;
-        if self.use_watch_list {
+        if self.use_watch_list && self.lw.supports_streaming_lists() {
             match self.watch_list(cancel).await {
                 Ok(Some(s)) => stream = Some(s),
                 Ok(None) => return Ok(()),

@@ -64,6 +64,23 @@ async fn streaming_list_refused_falls_back_to_list_at_once() {
     env.assert_store_matches();
 }
 
+/// client-go's `IsWatchListSemanticsUnSupported`: a lister-watcher that declares it cannot
+/// serve streaming lists is listed at once, with no streaming-list request and no failure
+/// reported.
+#[tokio::test(start_paused = true)]
+async fn a_lister_watcher_without_streaming_lists_is_listed_without_trying() {
+    let env = Env::with_pods(2);
+    env.handle.set_watch_list(WatchListSupport::Unsupported);
+    env.run_streaming(async {
+        env.handle.wait_for_watches(1).await;
+        env.wait_synced().await;
+    })
+    .await;
+    env.assert_requests(&[first_list(), watch("2")]);
+    env.assert_store_matches();
+    assert!(env.errors.lock().unwrap().is_empty(), "nothing failed");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_streaming_list_without_its_bookmark_warns_every_ten_seconds() {
     let (logs, _guard) = kcache_testing::LogCapture::capture();

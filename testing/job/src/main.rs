@@ -132,6 +132,12 @@ impl<L: ListerWatcher<DynamicObject>> ListerWatcher<DynamicObject> for Counting<
         self.watches.fetch_add(1, Ordering::Relaxed);
         self.inner.watch(opts).await
     }
+    fn resource(&self) -> Option<String> {
+        self.inner.resource()
+    }
+    fn supports_streaming_lists(&self) -> bool {
+        self.inner.supports_streaming_lists()
+    }
 }
 
 #[derive(Default)]

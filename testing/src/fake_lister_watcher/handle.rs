@@ -204,6 +204,11 @@ impl<T: FakeObject> FakeHandle<T> {
         self.inner().watch_list = support;
     }
 
+    /// How watches with `sendInitialEvents=true` are answered.
+    pub fn watch_list(&self) -> WatchListSupport {
+        self.inner().watch_list
+    }
+
     /// Whether a list at RV `"0"` is served as if from the watch cache, ignoring `limit` (the
     /// default). Off, it is paged like any other.
     pub fn set_watch_cache(&self, on: bool) {

@@ -64,6 +64,10 @@ pub enum WatchListSupport {
     /// Streams the state as `ADDED` events, then ends the stream without the
     /// `k8s.io/initial-events-end` bookmark (a broken server or proxy).
     NoBookmark,
+    /// Declares that it cannot serve streaming lists
+    /// ([`supports_streaming_lists`](ListerWatcher::supports_streaming_lists) is `false`), and
+    /// answers 422 Invalid if asked anyway.
+    Unsupported,
 }
 
 /// One request the fake received.
@@ -242,6 +246,10 @@ impl<T: FakeObject> ListerWatcher<T> for FakeListerWatcher<T> {
 
     async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<T>, Error> {
         self.record(FakeRequest::Watch(opts.clone())).watch(opts)
+    }
+
+    fn supports_streaming_lists(&self) -> bool {
+        self.handle().watch_list() != WatchListSupport::Unsupported
     }
 }
 

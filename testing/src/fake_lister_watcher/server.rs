@@ -188,7 +188,7 @@ impl<T: FakeObject> Inner<T> {
         if initial_events {
             match self.watch_list {
                 WatchListSupport::Supported => {}
-                WatchListSupport::Refuse => {
+                WatchListSupport::Refuse | WatchListSupport::Unsupported => {
                     return Err(invalid(
                         "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
                     ));
