@@ -7,9 +7,8 @@ use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchStrea
 use kcache_store::{Compact, CompactCodec, Object};
 use serde::de::DeserializeOwned;
 
-use crate::decode::compact::compact_objects;
 use crate::decode::response::{Decoding, watch_guard};
-use crate::transport::request::{collection_url, get};
+use crate::transport::request::{collection_url, get, resource_name};
 use crate::{ApiResource, Client};
 
 /// Lists and watches one resource type through a [`Client`]: the
@@ -97,41 +96,7 @@ impl<T> HttpListerWatcherBuilder<T> {
         self
     }
 
-    /// Drop `metadata.managedFields` while parsing, so it is never built: about half the
-    /// decode time and memory of a typical typed Pod. On by default (server-side apply's
-    /// bookkeeping, which controllers do not read from a cache); turn it off to keep them.
-    pub fn skip_managed_fields(mut self, skip: bool) -> Self {
-        self.inner.decoding.options.skip_managed_fields = skip;
-        self
-    }
-
-    /// Allocate every vector of a decoded object at its final size. On by default.
-    ///
-    /// `serde_json` gives no lengths, so a `Vec` grows by doubling and keeps the slack: about a
-    /// sixth of a typed k8s-openapi `Pod`. With this on, each object is first scanned to count
-    /// the elements of its arrays, and every vector is allocated once at its final size: less
-    /// memory per cached object for a little more decoding time (the README's bench section has
-    /// the figures; `cargo bench -p kcache-client-http --bench decode -- pod/` measures the
-    /// scan). It pays for itself: less memory to touch makes the initial sync faster too. Types
-    /// that ignore size hints (`DynamicObject`) gain nothing; turn it off to save the scan.
-    pub fn exact_capacities(mut self, on: bool) -> Self {
-        self.inner.decoding.options.exact_capacities = on;
-        self
-    }
-
-    /// The largest watch event accepted, in bytes
-    /// (default [`DEFAULT_MAX_EVENT_SIZE`](crate::DEFAULT_MAX_EVENT_SIZE)); a larger one is reported and skipped.
-    pub fn max_event_size(mut self, bytes: usize) -> Self {
-        self.inner.decoding.max_event_size = bytes.max(1);
-        self
-    }
-
-    /// The largest list response accepted, in bytes (default [`DEFAULT_MAX_LIST_BYTES`](crate::DEFAULT_MAX_LIST_BYTES)): the
-    /// body is never buffered past it, and a larger one fails the list with [`Error::Limit`].
-    pub fn max_list_bytes(mut self, bytes: usize) -> Self {
-        self.inner.decoding.max_list_bytes = bytes.max(1);
-        self
-    }
+    crate::decode::setters::decoding_setters!();
 
     /// The lister-watcher.
     pub fn build(self) -> HttpListerWatcher<T> {
@@ -217,13 +182,7 @@ impl<K: k8s_openapi::Resource + 'static> HttpListerWatcher<Compact<K>> {
 }
 
 impl<K: 'static> HttpListerWatcherBuilder<Compact<K>> {
-    /// The codec that builds the compact objects (by default `CompactCodec::new()`: managedFields
-    /// dropped, dictionary learned from the first object). The serde options
-    /// (`skip_managed_fields`, `exact_capacities`) do not apply to compact objects.
-    pub fn codec(mut self, codec: CompactCodec) -> Self {
-        self.inner.decoding.objects = Some(compact_objects(codec));
-        self
-    }
+    crate::decode::setters::codec_setter!();
 }
 
 impl<T> HttpListerWatcher<T> {
@@ -275,10 +234,6 @@ where
 
     /// `plural` or `plural.group` (`pods`, `deployments.apps`), for the reflector's logs.
     fn resource(&self) -> Option<String> {
-        Some(if self.resource.group.is_empty() {
-            self.resource.plural.clone()
-        } else {
-            format!("{}.{}", self.resource.plural, self.resource.group)
-        })
+        Some(resource_name(&self.resource.plural, &self.resource.group))
     }
 }

@@ -182,17 +182,17 @@ impl<T: Object> Controller<T> {
         let f = &*self.process;
         let mut process = |deltas| f(deltas);
         loop {
-            if !synced && self.queue.has_synced() {
-                synced = true;
-                if let Some(f) = &self.on_synced {
-                    f();
-                }
-            }
             let replaced = self.replaced.notified();
             tokio::pin!(replaced);
-            replaced.as_mut().enable();
-            if !synced && self.queue.has_synced() {
-                continue;
+            if !synced {
+                // Registered before the check, so a replace between the two still wakes us.
+                replaced.as_mut().enable();
+                if self.queue.has_synced() {
+                    synced = true;
+                    if let Some(f) = &self.on_synced {
+                        f();
+                    }
+                }
             }
             let popped = tokio::select! {
                 biased;

@@ -84,8 +84,19 @@ impl<T> Shared<T> {
 
     /// Resolves with `true` once [`has_synced`](Self::has_synced), `false` once the listener
     /// closed (removed, dropped, or its informer stopped) without having synced. Woken by the
-    /// informer's sync, the last initial-list delivery and the close; never polls.
-    pub(crate) async fn synced(&self) -> bool {
+    /// informer's sync, the last initial-list delivery and the close; never polls. The future
+    /// owns a handle on the listener's state, so the registration or stream it came from can
+    /// be dropped or polled meanwhile.
+    pub(crate) fn owned_synced(self: &Arc<Self>) -> impl Future<Output = bool> + Send + 'static
+    where
+        T: Send + Sync + 'static,
+    {
+        let shared = Arc::clone(self);
+        async move { shared.synced().await }
+    }
+
+    /// See [`owned_synced`](Self::owned_synced), borrowing.
+    async fn synced(&self) -> bool {
         loop {
             let own = self.changed.notified();
             let informer = self.informer.changed().notified();

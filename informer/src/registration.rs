@@ -53,8 +53,7 @@ impl<T> Registration<T> {
     where
         T: Send + Sync + 'static,
     {
-        let shared = Arc::clone(&self.shared);
-        async move { shared.synced().await }
+        self.shared.owned_synced()
     }
 
     /// Events waiting in this handler's buffer: how far behind the handler is.

@@ -40,8 +40,7 @@ impl<T> EventStream<T> {
     where
         T: Send + Sync + 'static,
     {
-        let shared = Arc::clone(&self.shared);
-        async move { shared.synced().await }
+        self.shared.owned_synced()
     }
 
     /// Events waiting in this stream's buffer.

@@ -16,6 +16,7 @@ pub(crate) mod forward;
 pub(crate) mod list;
 pub(crate) mod managed_fields;
 pub(crate) mod response;
+pub(crate) mod setters;
 pub(crate) mod watch;
 
 use kcache_reflector::{Error, ObjectList};

@@ -17,11 +17,10 @@ use serde::de::DeserializeOwned;
 
 use crate::BoxError;
 use crate::config::{DEFAULT_LIST_TIMEOUT, DEFAULT_WATCH_TIMEOUT_SLACK};
-use crate::decode::compact::compact_objects;
 use crate::decode::response::{Decoding, watch_guard};
 use crate::kube::error_from_kube;
 use crate::transport::ResponseBody;
-use crate::transport::request::{ACCEPT_JSON, push_query};
+use crate::transport::request::{ACCEPT_JSON, push_query, resource_name};
 use crate::transport::response::error_status;
 
 /// Lists and watches one resource through a kube-rs [`Client`]: the
@@ -114,35 +113,7 @@ impl<T> fmt::Debug for KubeListerWatcherBuilder<T> {
 }
 
 impl<T> KubeListerWatcherBuilder<T> {
-    /// Drop `metadata.managedFields` while parsing (on by default); see
-    /// [`HttpListerWatcherBuilder::skip_managed_fields`](crate::HttpListerWatcherBuilder::skip_managed_fields).
-    pub fn skip_managed_fields(mut self, skip: bool) -> Self {
-        self.inner.decoding.options.skip_managed_fields = skip;
-        self
-    }
-
-    /// Allocate every vector of a decoded object at its final size (on by default); see
-    /// [`HttpListerWatcherBuilder::exact_capacities`](crate::HttpListerWatcherBuilder::exact_capacities).
-    pub fn exact_capacities(mut self, on: bool) -> Self {
-        self.inner.decoding.options.exact_capacities = on;
-        self
-    }
-
-    /// The largest watch event accepted, in bytes (default
-    /// [`DEFAULT_MAX_EVENT_SIZE`](crate::DEFAULT_MAX_EVENT_SIZE)); a larger one is reported and
-    /// skipped.
-    pub fn max_event_size(mut self, bytes: usize) -> Self {
-        self.inner.decoding.max_event_size = bytes.max(1);
-        self
-    }
-
-    /// The largest list response accepted, in bytes (default
-    /// [`DEFAULT_MAX_LIST_BYTES`](crate::DEFAULT_MAX_LIST_BYTES)): the body is never buffered
-    /// past it, and a larger one fails the list with [`Error::Limit`].
-    pub fn max_list_bytes(mut self, bytes: usize) -> Self {
-        self.inner.decoding.max_list_bytes = bytes.max(1);
-        self
-    }
+    crate::decode::setters::decoding_setters!();
 
     /// The bound on one list request, body included, and on opening a watch (default 60 s, as
     /// [`Config::list_timeout`](crate::Config::list_timeout)); past it the call fails with [`Error::Timeout`].
@@ -165,13 +136,7 @@ impl<T> KubeListerWatcherBuilder<T> {
 }
 
 impl<K: 'static> KubeListerWatcherBuilder<Compact<K>> {
-    /// The codec that builds the compact objects (the default of
-    /// [`KubeListerWatcher::compact`] is `CompactCodec::new()`); see
-    /// [`HttpListerWatcherBuilder::codec`](crate::HttpListerWatcherBuilder::codec).
-    pub fn codec(mut self, codec: CompactCodec) -> Self {
-        self.inner.decoding.objects = Some(compact_objects(codec));
-        self
-    }
+    crate::decode::setters::codec_setter!();
 }
 
 impl<T> KubeListerWatcher<T> {
@@ -191,12 +156,7 @@ impl<T> KubeListerWatcher<T> {
         api: Api<K>,
         dyntype: &K::DynamicType,
     ) -> KubeListerWatcherBuilder<T> {
-        let (plural, group) = (K::plural(dyntype), K::group(dyntype));
-        let resource = if group.is_empty() {
-            plural.into_owned()
-        } else {
-            format!("{plural}.{group}")
-        };
+        let resource = resource_name(&K::plural(dyntype), &K::group(dyntype));
         KubeListerWatcherBuilder {
             inner: Self {
                 path: api.resource_url().to_owned(),

@@ -32,6 +32,16 @@ pub(crate) fn encode_query_value(out: &mut String, value: &str) {
     out.extend(utf8_percent_encode(value, QUERY_VALUE));
 }
 
+/// How the reflector's logs name a resource: `plural`, or `plural.group` outside the core
+/// group (`pods`, `deployments.apps`), as kubectl does.
+pub(crate) fn resource_name(plural: &str, group: &str) -> String {
+    if group.is_empty() {
+        plural.to_owned()
+    } else {
+        format!("{plural}.{group}")
+    }
+}
+
 /// The full URL of a list (`watch == false`) or watch request on `base` (the server URL, which
 /// may carry a path prefix).
 pub(crate) fn collection_url(

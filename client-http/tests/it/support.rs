@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
-use kcache_reflector::{Error, WatchEvent, WatchStream};
+use kcache_reflector::{Error, ListerWatcher, WatchEvent, WatchStream};
 use kcache_store::DynamicObject;
 use kcache_testing_server::FakeApiServer;
 
@@ -46,6 +46,134 @@ pub(crate) fn client(server: &FakeApiServer) -> Client {
 
 pub(crate) fn lw(server: &FakeApiServer) -> HttpListerWatcher<DynamicObject> {
     HttpListerWatcher::dynamic(client(server), pods())
+}
+
+/// Which lister-watcher a test of the shared contract runs on: client-http's own client, or
+/// (with the `kube` feature) kube-rs's client carrying client-http's requests and decoders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backend {
+    /// `HttpListerWatcher`.
+    Http,
+    /// `KubeListerWatcher` over a kube-rs client made from the server's kubeconfig.
+    #[cfg(feature = "kube")]
+    Kube,
+}
+
+/// Every backend this build has.
+pub(crate) const BACKENDS: &[Backend] = &[
+    Backend::Http,
+    #[cfg(feature = "kube")]
+    Backend::Kube,
+];
+
+/// What a test sets on the lister-watcher (the defaults otherwise).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Settings {
+    /// Only this namespace (all of them by default).
+    pub(crate) namespace: Option<&'static str>,
+    pub(crate) max_event_size: Option<usize>,
+    pub(crate) max_list_bytes: Option<usize>,
+}
+
+/// Applies the size limits of `settings` to either backend's builder (their setters share
+/// names).
+macro_rules! with_limits {
+    ($builder:expr, $settings:expr) => {{
+        let mut b = $builder;
+        if let Some(n) = $settings.max_event_size {
+            b = b.max_event_size(n);
+        }
+        if let Some(n) = $settings.max_list_bytes {
+            b = b.max_list_bytes(n);
+        }
+        b
+    }};
+}
+
+impl Backend {
+    /// The server modes it is tested on: client-http over plain HTTP and TLS; kube-rs over
+    /// plain HTTP only, since these tests enable no TLS stack of kube-rs (kcache-testing-e2e
+    /// runs it over TLS).
+    pub(crate) fn tls_modes(self) -> &'static [bool] {
+        match self {
+            Self::Http => &[false, true],
+            #[cfg(feature = "kube")]
+            Self::Kube => &[false],
+        }
+    }
+
+    /// A lister-watcher of pods in every namespace of `server`, decoded as `DynamicObject`s.
+    pub(crate) async fn pods(
+        self,
+        server: &FakeApiServer,
+    ) -> Box<dyn ListerWatcher<DynamicObject>> {
+        self.lister_watcher(server, &pods(), Settings::default())
+            .await
+    }
+
+    /// A lister-watcher of `resource` on `server`, with `settings`.
+    #[cfg_attr(
+        not(feature = "kube"),
+        expect(clippy::unused_async, reason = "only the kube-rs backend awaits")
+    )]
+    pub(crate) async fn lister_watcher(
+        self,
+        server: &FakeApiServer,
+        resource: &ApiResource,
+        settings: Settings,
+    ) -> Box<dyn ListerWatcher<DynamicObject>> {
+        match self {
+            Self::Http => {
+                let b = HttpListerWatcher::builder(client(server), resource.clone());
+                let b = match settings.namespace {
+                    Some(ns) => b.namespace(ns),
+                    None => b,
+                };
+                Box::new(with_limits!(b, settings).build())
+            }
+            #[cfg(feature = "kube")]
+            Self::Kube => {
+                let resource = kube_resource(resource);
+                let client = kube_client_for(server, false).await;
+                let api = match settings.namespace {
+                    Some(ns) => {
+                        kube_client::Api::<kube_client::core::DynamicObject>::namespaced_with(
+                            client, ns, &resource,
+                        )
+                    }
+                    None => kube_client::Api::all_with(client, &resource),
+                };
+                let b = kcache_client_http::KubeListerWatcher::builder_with(api, &resource);
+                Box::new(with_limits!(b, settings).build())
+            }
+        }
+    }
+}
+
+/// `resource` as kube-rs names it (the kind only labels it; the path comes from the plural).
+#[cfg(feature = "kube")]
+pub(crate) fn kube_resource(resource: &ApiResource) -> kube_client::core::ApiResource {
+    let gvk = kube_client::core::GroupVersionKind::gvk(
+        &resource.group,
+        &resource.version,
+        &resource.plural,
+    );
+    kube_client::core::ApiResource::from_gvk_with_plural(&gvk, &resource.plural)
+}
+
+/// A kube-rs client of `server`, from its kubeconfig (CA included for TLS), with kube-rs's own
+/// retries off unless `retries` (the reflector retries with its own backoff).
+#[cfg(feature = "kube")]
+pub(crate) async fn kube_client_for(server: &FakeApiServer, retries: bool) -> kube_client::Client {
+    let kubeconfig = kube_client::config::Kubeconfig::from_yaml(&server.kubeconfig("ns")).unwrap();
+    let mut config = kube_client::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube_client::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    config.default_retry = retries;
+    kube_client::Client::try_from(config).unwrap()
 }
 
 /// The next item of a watch stream, failing after 10 s.

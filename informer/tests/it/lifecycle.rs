@@ -478,9 +478,10 @@ impl kcache_reflector::ListerWatcher<DynamicObject> for NotesThreads {
     }
 }
 
-/// Runs an informer in `mode` on the current runtime until it has synced, and returns the
-/// names of the threads its lister-watcher was called from.
-async fn threads_run_uses(mode: RunMode) -> Vec<Option<String>> {
+/// Runs an informer in `mode` on the current runtime until it has synced, and checks that its
+/// lister-watcher was called only from the informer's own thread (`own_thread`) or never from
+/// it.
+async fn assert_runs_on_own_thread(mode: RunMode, own_thread: bool) {
     let fake = kcache_testing::FakeListerWatcher::<DynamicObject>::new();
     fake.handle().add(pod("ns", "a"));
     let threads = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -503,51 +504,31 @@ async fn threads_run_uses(mode: RunMode) -> Vec<Option<String>> {
     assert!(inf.is_stopped());
     let seen = threads.lock().unwrap().clone();
     assert!(!seen.is_empty(), "the informer listed");
-    seen
+    assert!(
+        seen.iter()
+            .all(|t| (t.as_deref() == Some("kcache-informer")) == own_thread),
+        "{mode:?}, own thread expected: {own_thread}: {seen:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_takes_a_thread_of_its_own_on_a_multi_threaded_runtime() {
-    let threads = threads_run_uses(RunMode::Auto).await;
-    assert!(
-        threads
-            .iter()
-            .all(|t| t.as_deref() == Some("kcache-informer")),
-        "{threads:?}"
-    );
+    assert_runs_on_own_thread(RunMode::Auto, true).await;
 }
 
 #[tokio::test]
 async fn run_stays_on_the_callers_task_on_a_current_thread_runtime() {
-    let threads = threads_run_uses(RunMode::Auto).await;
-    assert!(
-        threads
-            .iter()
-            .all(|t| t.as_deref() != Some("kcache-informer")),
-        "{threads:?}"
-    );
+    assert_runs_on_own_thread(RunMode::Auto, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_callers_task_mode_keeps_run_off_its_own_thread_on_any_runtime() {
-    let threads = threads_run_uses(RunMode::CallersTask).await;
-    assert!(
-        threads
-            .iter()
-            .all(|t| t.as_deref() != Some("kcache-informer")),
-        "{threads:?}"
-    );
+    assert_runs_on_own_thread(RunMode::CallersTask, false).await;
 }
 
 #[tokio::test]
 async fn the_own_thread_mode_takes_a_thread_on_a_current_thread_runtime() {
-    let threads = threads_run_uses(RunMode::OwnThread).await;
-    assert!(
-        threads
-            .iter()
-            .all(|t| t.as_deref() == Some("kcache-informer")),
-        "{threads:?}"
-    );
+    assert_runs_on_own_thread(RunMode::OwnThread, true).await;
 }
 
 /// The builder's two hooks: a failed (streaming) list reaches `on_watch_error`, an undecodable object
