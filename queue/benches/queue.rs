@@ -1,6 +1,7 @@
 //! Criterion benchmarks of the queues: add+pop throughput with per-key merging (`DeltaFifo`,
-//! `Fifo`) and without (`RealFifo`, and `DeltaFifo` over distinct keys), and a relist of 100k
-//! objects of which 10% were deleted. Run with `cargo bench -p kcache-queue`.
+//! `Fifo`) and without (`RealFifo`, and `DeltaFifo` over distinct keys), `RealFifo` batch pops,
+//! and a relist of 100k objects of which 10% were deleted. Run with
+//! `cargo bench -p kcache-queue`.
 
 use std::future::Future;
 use std::hint::black_box;
@@ -117,6 +118,50 @@ fn add_pop(c: &mut Criterion) {
     g.finish();
 }
 
+/// Polls a `pop_batch` of up to `max` once; the queue is never empty when this is called.
+fn pop_batch_now<Q: Queue<DynamicObject>>(q: &Q, max: usize, seen: &mut usize) {
+    let mut f = |d: Deltas<DynamicObject>| {
+        *seen += d.len();
+        Ok(())
+    };
+    let fut = pin!(q.pop_batch(max, &mut f));
+    match fut.poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(r) => r.expect("pop_batch"),
+        Poll::Pending => panic!("pop_batch would wait"),
+    }
+}
+
+/// `RealFifo` adds followed by batch pops of up to 1000 deltas, timed together (a batch pop
+/// compares keys hashed as they were added): over distinct keys (full batches) and over 100
+/// keys (batches closed at the first repeated key).
+fn pop_batch(c: &mut Criterion) {
+    const N: usize = 100_000;
+    let mut g = c.benchmark_group("add_pop_batch");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(20);
+    g.measurement_time(Duration::from_secs(5));
+    for keys in [N, 100] {
+        let objs = objects(N, keys);
+        g.bench_with_input(BenchmarkId::new("real_fifo", keys), &objs, |b, objs| {
+            b.iter_batched(
+                RealFifo::new,
+                |q| {
+                    for o in objs {
+                        q.update(Arc::clone(o)).expect("update");
+                    }
+                    let mut seen = 0;
+                    while !q.is_empty() {
+                        pop_batch_now(&q, 1000, &mut seen);
+                    }
+                    black_box(seen)
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    g.finish();
+}
+
 fn replace(c: &mut Criterion) {
     const N: usize = 100_000;
     let all = objects(N, N);
@@ -163,5 +208,5 @@ fn replace(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, add_pop, replace);
+criterion_group!(benches, add_pop, pop_batch, replace);
 criterion_main!(benches);

@@ -186,7 +186,7 @@ impl<T: fmt::Debug> fmt::Debug for Delta<T> {
 
 /// What one pop hands to the process function: the deltas of one key, oldest first
 /// ([`DeltaFifo`](crate::DeltaFifo)), one delta ([`Fifo`](crate::Fifo), [`RealFifo`](crate::RealFifo)'s
-/// `pop`) or a batch in arrival order (`RealFifo::pop_batch`).
+/// `pop`) or a batch in arrival order, each key at most once (`RealFifo::pop_batch`).
 ///
 /// Dereferences to a slice of [`Delta`]s.
 pub struct Deltas<T> {

@@ -41,7 +41,7 @@ pub trait Queue<T: Object>: Store<T> {
     /// Like [`pop`](Self::pop), but may hand over up to `max` items in one [`Deltas`].
     ///
     /// The default pops one item; [`RealFifo`](crate::RealFifo) batches consecutive
-    /// single-object deltas.
+    /// single-object deltas of distinct keys, never past the end of the initial list.
     ///
     /// # Cancel safety
     ///

@@ -1,7 +1,8 @@
 //! [`RealFifo`]: every event in arrival order, relists and resyncs as single atomic deltas.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::fmt;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use kcache_store::{
@@ -24,8 +25,8 @@ use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue};
 /// - `resync` queues one [`Delta::SyncAll`], filled with the known objects when popped.
 /// - `bookmark` queues a [`Delta::Bookmark`].
 /// - [`pop`](Queue::pop) hands over one delta; [`pop_batch`](Queue::pop_batch) hands over a run of
-///   single-object deltas (never crossing the end of the initial list); an atomic delta is always
-///   popped alone.
+///   single-object deltas of distinct keys, never crossing the end of the initial list, as
+///   client-go's `PopBatch`; an atomic delta is always popped alone.
 /// - [`has_synced`](Queue::has_synced) turns true once every delta queued up to and including
 ///   the first `ReplacedAll` has been processed.
 ///
@@ -62,12 +63,116 @@ pub struct RealFifo<T> {
     key_func: KeyFunc<T>,
     known: Option<SharedKnown<T>>,
     transformer: Option<ArcTransform<T>>,
+    /// The seed of [`Queued::key_hash`], random per queue.
+    seed: u64,
 }
 
 struct State<T> {
-    items: VecDeque<Delta<T>>,
+    items: VecDeque<Queued<T>>,
     population: Population,
     last_rv: Option<String>,
+    /// The key hashes of the batch being gathered; empty between pops, kept for its capacity.
+    batch_keys: HashSet<u64, BuildHasherDefault<PassThrough>>,
+}
+
+/// A queued delta and the hash of its object's key, computed as it was queued, so that a batch
+/// pop compares keys without hashing them under the lock (`None` for an atomic delta, or a
+/// requeued delta whose key can no longer be computed). Two keys with the same hash close a
+/// batch early, which is always allowed: batches are an optimisation, never a guarantee.
+struct Queued<T> {
+    key_hash: Option<u64>,
+    delta: Delta<T>,
+}
+
+/// A fast seeded hash of a key, eight bytes at a time (a multiply-and-fold, as the
+/// non-cryptographic hashers do). It only decides where batches close: keys that collide,
+/// whether by chance or by names a server chose, make batches smaller, down to one delta each
+/// (what [`pop`](Queue::pop) does anyway), never wrong.
+fn key_hash(seed: u64, bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let fold = |h: u64, word: u64| {
+        let m = u128::from(h ^ word) * u128::from(K);
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "the two halves of the product are folded together"
+        )]
+        let folded = (m as u64) ^ ((m >> 64) as u64);
+        folded
+    };
+    let mut h = seed ^ bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = fold(h, u64::from_le_bytes(w));
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        h = fold(h, u64::from_le_bytes(w));
+    }
+    fold(h, seed)
+}
+
+/// A hasher for values that are already hashes: it passes the `u64` through.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64`s are hashed with it; fold anything else rather than lose it.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+impl<T> State<T> {
+    /// How many deltas from the head make the next batch of at most `max` (at least one, if
+    /// anything is queued), by client-go's `PopBatch` rules: an atomic delta at the head goes
+    /// alone; a batch stops before an atomic delta, before a key already in it, and at the end
+    /// of the initial list; a delta without a key closes the batch, included.
+    fn batch_len(&mut self, max: usize) -> usize {
+        let Self {
+            items,
+            population,
+            batch_keys,
+            ..
+        } = self;
+        let Some(first) = items.front() else {
+            return 0;
+        };
+        if max <= 1 || !first.delta.is_single_object() {
+            return 1;
+        }
+        let initial = population.remaining();
+        let limit = if initial > 0 { max.min(initial) } else { max };
+        let mut n = 0;
+        for q in items.iter().take(limit) {
+            if !q.delta.is_single_object() {
+                break;
+            }
+            let Some(hash) = q.key_hash else {
+                n += 1;
+                break;
+            };
+            if !batch_keys.insert(hash) {
+                break;
+            }
+            n += 1;
+        }
+        batch_keys.clear();
+        n
+    }
 }
 
 /// Builds a [`RealFifo`].
@@ -110,11 +215,13 @@ impl<T: Object> RealFifoBuilder<T> {
                 items: VecDeque::new(),
                 population: Population::default(),
                 last_rv: None,
+                batch_keys: HashSet::default(),
             }),
             life: Lifecycle::new(),
             key_func: self.key_func,
             known: self.known,
             transformer: self.transformer,
+            seed: RandomState::new().hash_one(0x6b63_6163_6865_u64),
         }
     }
 }
@@ -152,7 +259,7 @@ impl<T: Object> RealFifo<T> {
 
     /// A copy (of `Arc`s) of every queued delta, oldest first.
     pub fn deltas(&self) -> Vec<Delta<T>> {
-        self.lock().items.iter().cloned().collect()
+        self.lock().items.iter().map(|q| q.delta.clone()).collect()
     }
 
     fn lock(&self) -> MutexGuard<'_, State<T>> {
@@ -170,15 +277,34 @@ impl<T: Object> RealFifo<T> {
         }
     }
 
+    fn hash_key(&self, key: &ObjectKey) -> u64 {
+        key_hash(self.seed, key.as_str().as_bytes())
+    }
+
+    /// `delta` with the hash of its object's key, if it has one.
+    fn keyed(&self, delta: Delta<T>) -> Queued<T> {
+        let key_hash = match &delta {
+            Delta::Deleted(ObjectOrTombstone::Tombstone(t)) => Some(self.hash_key(&t.key)),
+            d => d
+                .object()
+                .and_then(|o| (self.key_func)(o).ok())
+                .map(|k| self.hash_key(&k)),
+        };
+        Queued { key_hash, delta }
+    }
+
     fn push(&self, obj: Arc<T>, make: fn(Arc<T>) -> Delta<T>) -> kcache_store::Result<()> {
-        self.key_of(&obj)?;
+        let key_hash = self.hash_key(&self.key_of(&obj)?);
         let obj = self.transform(obj);
         let mut st = self.lock();
         st.population.mark_populated();
         if let Some(rv) = obj.resource_version().filter(|rv| !rv.is_empty()) {
             st.last_rv = Some(rv.to_owned());
         }
-        st.items.push_back(make(obj));
+        st.items.push_back(Queued {
+            key_hash: Some(key_hash),
+            delta: make(obj),
+        });
         self.life.update_synced(&st.population);
         drop(st);
         self.life.wake();
@@ -198,24 +324,14 @@ impl<T: Object> RealFifo<T> {
 
     fn try_pop(&self, max: usize, process: &mut ProcessFn<'_, T>) -> Option<Result<(), PopError>> {
         let mut st = self.lock();
-        let Some(first) = st.items.pop_front() else {
+        let n = st.batch_len(max);
+        if n == 0 {
             return self.life.is_closed().then_some(Err(PopError::Closed));
-        };
-        let mut batch = vec![first];
-        if batch[0].is_single_object() {
-            // Never cross the end of the initial list: its last delta flips has_synced.
-            let initial = st.population.remaining();
-            let limit = if initial > 0 { max.min(initial) } else { max };
-            while batch.len() < limit
-                && st.items.front().is_some_and(Delta::is_single_object)
-                && let Some(d) = st.items.pop_front()
-            {
-                batch.push(d);
-            }
-        } else {
-            self.fill(&mut batch[0]);
         }
-        let n = batch.len();
+        let mut batch: Vec<Delta<T>> = st.items.drain(..n).map(|q| q.delta).collect();
+        if let [single] = batch.as_mut_slice() {
+            self.fill(single);
+        }
         let in_initial = !self.life.has_synced();
         let result = process(Deltas::new(batch, in_initial));
         Some(match result {
@@ -232,7 +348,7 @@ impl<T: Object> RealFifo<T> {
             Err(ProcessError::Requeue { deltas, source }) => {
                 // Back at the head, in order: nothing overtakes a requeued event.
                 for d in deltas.into_vec().into_iter().rev() {
-                    st.items.push_front(d);
+                    st.items.push_front(self.keyed(d));
                 }
                 source.map_or(Ok(()), |e| Err(PopError::Process(e)))
             }
@@ -262,7 +378,7 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
         let is_key = |o: &Arc<T>| (self.key_func)(o).is_ok_and(|k| k == *key);
         let mut last = None;
         let mut decided = false;
-        for d in st.items.iter().rev() {
+        for d in st.items.iter().rev().map(|q| &q.delta) {
             match d {
                 Delta::Deleted(_) if d.object().is_some_and(is_key) => return Ok(()),
                 Delta::ReplacedAll { objects, .. } => {
@@ -290,13 +406,13 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
             return Ok(());
         };
         st.population.mark_populated();
-        st.items
-            .push_back(Delta::Deleted(ObjectOrTombstone::Tombstone(
-                DeletedFinalStateUnknown {
-                    key: key.clone(),
-                    obj: Some(last),
-                },
-            )));
+        st.items.push_back(Queued {
+            key_hash: Some(self.hash_key(key)),
+            delta: Delta::Deleted(ObjectOrTombstone::Tombstone(DeletedFinalStateUnknown {
+                key: key.clone(),
+                obj: Some(last),
+            })),
+        });
         self.life.update_synced(&st.population);
         drop(st);
         self.life.wake();
@@ -318,7 +434,7 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
         let mut seen = std::collections::HashSet::new();
         st.items
             .iter()
-            .filter_map(|d| (self.key_func)(d.object()?).ok())
+            .filter_map(|q| (self.key_func)(q.delta.object()?).ok())
             .filter(|k| seen.insert(k.clone()))
             .collect()
     }
@@ -334,7 +450,7 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
         st.items
             .iter()
             .rev()
-            .filter_map(Delta::object)
+            .filter_map(|q| q.delta.object())
             .find(|o| (self.key_func)(o).is_ok_and(|k| k.as_str() == key))
             .cloned()
     }
@@ -345,9 +461,12 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
         }
         let objects: Vec<_> = list.into_iter().map(|o| self.transform(o)).collect();
         let mut st = self.lock();
-        st.items.push_back(Delta::ReplacedAll {
-            objects,
-            resource_version: resource_version.to_owned(),
+        st.items.push_back(Queued {
+            key_hash: None,
+            delta: Delta::ReplacedAll {
+                objects,
+                resource_version: resource_version.to_owned(),
+            },
         });
         let queued = st.items.len();
         st.population.replaced(queued);
@@ -359,8 +478,11 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
     }
 
     fn resync(&self) -> kcache_store::Result<()> {
-        self.lock().items.push_back(Delta::SyncAll {
-            objects: Vec::new(),
+        self.lock().items.push_back(Queued {
+            key_hash: None,
+            delta: Delta::SyncAll {
+                objects: Vec::new(),
+            },
         });
         self.life.wake();
         Ok(())
@@ -368,8 +490,11 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
 
     fn bookmark(&self, resource_version: &str) {
         let mut st = self.lock();
-        st.items.push_back(Delta::Bookmark {
-            resource_version: resource_version.to_owned(),
+        st.items.push_back(Queued {
+            key_hash: None,
+            delta: Delta::Bookmark {
+                resource_version: resource_version.to_owned(),
+            },
         });
         st.last_rv = Some(resource_version.to_owned());
         drop(st);
@@ -392,8 +517,15 @@ impl<T: Object> Queue<T> for RealFifo<T> {
     }
 
     /// Pops up to `max` (at least one) consecutive single-object deltas in one [`Deltas`], in
-    /// arrival order (a key may appear more than once). An atomic delta at the head is popped
-    /// alone. A batch never crosses the end of the initial list.
+    /// arrival order, as client-go's `PopBatch`:
+    ///
+    /// - a batch holds each key at most once: it closes before a key already in it;
+    /// - a batch never crosses the end of the initial list (the deltas queued up to and
+    ///   including the first `replace`), whose last delta flips `has_synced`;
+    /// - an atomic delta (`ReplacedAll`, `SyncAll`, `Bookmark`) closes a batch, and at the head
+    ///   is popped alone;
+    /// - a delta whose key can no longer be computed (one requeued by the process function)
+    ///   closes the batch it ends.
     fn pop_batch<'a>(&'a self, max: usize, process: &'a mut ProcessFn<'a, T>) -> PopFuture<'a> {
         let max = max.max(1);
         Box::pin(self.life.pop_with(move || self.try_pop(max, process)))

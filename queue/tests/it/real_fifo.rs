@@ -5,7 +5,7 @@ use std::sync::Arc;
 use kcache_queue::{Delta, DeltaType, Deltas, PopError, Queue, RealFifo};
 use kcache_store::{Cache, DynamicObject, ObjectKey, Store};
 
-use crate::support::{nameless, now_or_never, obj, pop, pop_requeue, s, tomb, try_pop};
+use crate::support::{Seen, nameless, now_or_never, obj, pop, pop_requeue, s, seen, tomb, try_pop};
 
 use DeltaType::{Added, Deleted, Updated};
 
@@ -88,6 +88,118 @@ fn sync_all_is_filled_from_known_objects_when_popped() {
     assert!(matches!(pop_raw(&f), Delta::SyncAll { objects } if objects.is_empty()));
 }
 
+/// Pops with `pop_batch(max)` until the queue would wait, recording each batch's deltas and
+/// `is_in_initial_list`.
+fn drain_batches(f: &RealFifo<DynamicObject>, max: usize) -> Vec<(Vec<Seen>, bool)> {
+    let mut batches = Vec::new();
+    while now_or_never(f.pop_batch(max, &mut |d: Deltas<DynamicObject>| {
+        batches.push((d.iter().map(seen).collect(), d.is_in_initial_list()));
+        Ok(())
+    }))
+    .is_some()
+    {}
+    batches
+}
+
+/// client-go's `RealFIFO.PopBatch` (`the_real_fifo.go`, "only bundle unique items into a
+/// batch"): a batch closes before a key it already holds, so a `ProcessBatchFunc` never sees a
+/// key twice; the repeated key opens the next batch.
+#[test]
+fn pop_batch_closes_at_a_key_already_in_the_batch() {
+    let f = RealFifo::new();
+    f.add(obj("a", 1)).unwrap();
+    f.add(obj("b", 2)).unwrap();
+    f.update(obj("a", 3)).unwrap();
+    f.add(obj("c", 4)).unwrap();
+    f.delete(obj("b", 5)).unwrap();
+    f.delete(obj("a", 6)).unwrap();
+    assert_eq!(
+        drain_batches(&f, 10),
+        [
+            (vec![s(Added, "a", 1), s(Added, "b", 2)], false),
+            (
+                vec![s(Updated, "a", 3), s(Added, "c", 4), s(Deleted, "b", 5)],
+                false
+            ),
+            (vec![s(Deleted, "a", 6)], false),
+        ]
+    );
+}
+
+/// client-go's `RealFIFO.PopBatch`: a tombstone counts under its key like any other delta of
+/// that key (`keyOf` reads a `DeletedFinalStateUnknown`'s key).
+#[test]
+fn pop_batch_closes_at_a_tombstone_of_a_key_in_the_batch() {
+    let f = RealFifo::new();
+    f.add(obj("a", 1)).unwrap();
+    f.add(obj("b", 2)).unwrap();
+    f.delete_key(&ObjectKey::explicit("ns/a")).unwrap();
+    assert_eq!(
+        drain_batches(&f, 10),
+        [
+            (vec![s(Added, "a", 1), s(Added, "b", 2)], false),
+            (vec![tomb("a", Some(1))], false),
+        ]
+    );
+}
+
+/// client-go's `RealFIFO.PopBatch` (`i >= initialPopulationCount` closes the batch, and
+/// `ReplacedAll`/`SyncAll`/`Bookmark` are not batchable): the initial list (everything queued
+/// up to and including the first `replace`, here a resync, a bookmark and the relist) pops one
+/// atomic delta at a time, each `is_in_initial_list`; the writes after it are never batched
+/// with it, and batch together once it is processed.
+#[test]
+fn pop_batch_never_straddles_the_initial_list() {
+    let f = RealFifo::new();
+    f.resync().unwrap();
+    f.bookmark("1");
+    f.replace(vec![obj("a", 1), obj("b", 2)], "2").unwrap();
+    f.add(obj("c", 3)).unwrap();
+    f.update(obj("a", 4)).unwrap();
+    let mut got = Vec::new();
+    while now_or_never(f.pop_batch(1000, &mut |d: Deltas<DynamicObject>| {
+        got.push((d.len(), d[0].kind(), d.is_in_initial_list(), f.has_synced()));
+        Ok(())
+    }))
+    .is_some()
+    {}
+    assert_eq!(
+        got,
+        [
+            (1, DeltaType::SyncAll, true, false),
+            (1, DeltaType::Bookmark, true, false),
+            (1, DeltaType::ReplacedAll, true, false),
+            (2, Added, false, true),
+        ]
+    );
+}
+
+/// client-go's `RealFIFO.PopBatch` with a batch of one: `processSingle`, identical to `Pop`.
+/// A requeued batch goes back to the head whole, and pops as the same batch again.
+#[test]
+fn pop_batch_of_one_is_pop_and_a_requeued_batch_pops_again_whole() {
+    let f = RealFifo::new();
+    f.add(obj("a", 1)).unwrap();
+    f.add(obj("b", 2)).unwrap();
+    f.update(obj("a", 3)).unwrap();
+    assert_eq!(drain_batches(&f, 1).len(), 3, "max 1: one delta per pop");
+    f.add(obj("a", 1)).unwrap();
+    f.add(obj("b", 2)).unwrap();
+    f.update(obj("a", 3)).unwrap();
+    let r = now_or_never(f.pop_batch(10, &mut |d: Deltas<DynamicObject>| {
+        assert_eq!(d.len(), 2);
+        Err(kcache_queue::ProcessError::requeue(d))
+    }));
+    assert!(matches!(r, Some(Ok(()))));
+    assert_eq!(
+        drain_batches(&f, 10),
+        [
+            (vec![s(Added, "a", 1), s(Added, "b", 2)], false),
+            (vec![s(Updated, "a", 3)], false),
+        ]
+    );
+}
+
 #[test]
 fn pop_batch_stops_at_atomic_deltas_and_the_initial_boundary() {
     let f = RealFifo::new();
@@ -113,7 +225,9 @@ fn pop_batch_stops_at_atomic_deltas_and_the_initial_boundary() {
         [
             (1, DeltaType::Bookmark, true),
             (1, DeltaType::ReplacedAll, true),
-            (3, Added, false),
+            // `b` twice: the batch closes before its second delta.
+            (1, Added, false),
+            (2, DeltaType::Updated, false),
             (1, DeltaType::Bookmark, false)
         ]
     );

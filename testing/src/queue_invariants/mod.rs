@@ -9,7 +9,8 @@
 //! between queues is data, their [`Rules`]. After every step it checks that the queue and its
 //! model agree: queued keys in order and the newest object of every key (for keyed queues), the
 //! length, `has_synced`, `is_closed`, the transformer's call count, each pop's deltas and
-//! `is_in_initial_list`, and what only the real queue shows (a `DeltaFifo`'s deltas per key, a
+//! `is_in_initial_list`, that a `RealFifo` batch holds no key twice and does not straddle the end
+//! of the initial list, and what only the real queue shows (a `DeltaFifo`'s deltas per key, a
 //! `RealFifo`'s deltas). At the end (a last relist where the rules call for one, close, drain)
 //! the queue is empty and, where the consumer sees every deletion, its cache equals the server:
 //! every object deleted behind the watcher's back was reported, exactly once.
@@ -80,6 +81,10 @@ struct Rules<'a, Q, M> {
     final_relist: bool,
     /// The batch size of the final drain.
     drain_batch: usize,
+    /// Whether each delta is an item of its own, so that a pop must follow client-go's
+    /// `PopBatch` rules (no key twice, no straddling the end of the initial list), as a
+    /// `RealFifo`'s does; a `DeltaFifo` pops one key's deltas as one item.
+    delta_items: bool,
     /// Whether a `bookmark` must show in `last_sync_resource_version`.
     bookmark_sets_rv: bool,
     /// Whether the queue must have synced once drained.
@@ -104,6 +109,7 @@ impl<Q, M> Rules<'_, Q, M> {
             strict_deletes: delta_fifo,
             final_relist: converges,
             drain_batch: if real_fifo { 3 } else { 1 },
+            delta_items: real_fifo,
             bookmark_sets_rv: delta_fifo,
             synced_after_drain: real_fifo,
             cache_equals_server: converges,

@@ -142,7 +142,13 @@ impl<Q: Queue<DynamicObject>, M: QueueModel> Run<'_, Q, M> {
     fn pop(&mut self, batch: usize, requeue: bool) -> Result<bool, TestCaseError> {
         let known = self.known();
         let closed = self.model.is_closed();
+        let initial_left = self.model.initial_left();
         let (result, got) = self.pop_queue(batch, requeue)?;
+        if let Some((deltas, _)) = &got
+            && self.rules.delta_items
+        {
+            check_batch(deltas, initial_left)?;
+        }
         let expected = self.model.pop(batch, requeue, known.as_ref());
         let (answered, rule) = match (&expected, closed) {
             (Some(_), _) => (matches!(result, Some(Ok(()))), "pop should succeed"),
@@ -239,6 +245,35 @@ impl<Q: Queue<DynamicObject>, M: QueueModel> Run<'_, Q, M> {
         }
         Ok(())
     }
+}
+
+/// What every pop of a queue whose items are deltas must hand over (client-go's `PopBatch` rules): at least
+/// one delta; a whole-queue delta (`ReplacedAll`, `SyncAll`, `Bookmark`) alone; no key twice;
+/// and, while `initial_left` items of the initial list remain, no more than them (a batch never
+/// straddles the end of the initial list).
+fn check_batch(deltas: &[ModelDelta], initial_left: usize) -> Result<(), TestCaseError> {
+    prop_assert!(!deltas.is_empty(), "a pop hands over at least one delta");
+    if deltas.len() > 1 {
+        let singles = deltas.iter().all(ModelDelta::is_single_object);
+        prop_assert!(singles, "a whole-queue delta is popped alone: {:?}", deltas);
+    }
+    for (i, d) in deltas.iter().enumerate() {
+        let repeated = deltas[..i].iter().any(|p| p.key == d.key);
+        prop_assert!(
+            !repeated,
+            "key {:?} twice in one batch: {:?}",
+            d.key,
+            deltas
+        );
+    }
+    prop_assert!(
+        initial_left == 0 || deltas.len() <= initial_left,
+        "a batch of {} straddles the end of the initial list ({} initial items left): {:?}",
+        deltas.len(),
+        initial_left,
+        deltas
+    );
+    Ok(())
 }
 
 /// What one pop did: `None` if it would have waited, else its answer; and what the process

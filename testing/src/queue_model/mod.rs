@@ -20,6 +20,9 @@ macro_rules! lifecycle {
         fn has_synced(&self) -> bool {
             self.sync.synced
         }
+        fn initial_left(&self) -> usize {
+            self.sync.initial
+        }
     };
 }
 
@@ -125,7 +128,8 @@ impl ModelDelta {
     }
 
     /// Whether the delta is about one object (not `ReplacedAll`, `SyncAll` or `Bookmark`).
-    fn is_single_object(&self) -> bool {
+    #[must_use]
+    pub fn is_single_object(&self) -> bool {
         !matches!(
             self.kind,
             DeltaType::ReplacedAll | DeltaType::SyncAll | DeltaType::Bookmark
@@ -183,6 +187,9 @@ pub trait QueueModel {
     fn is_closed(&self) -> bool;
     /// Whether the queue has synced.
     fn has_synced(&self) -> bool;
+    /// How many items of the initial list (those queued up to and including the first
+    /// `replace`) are left to process; 0 once synced, or if the first write was not a `replace`.
+    fn initial_left(&self) -> usize;
     /// How many items are queued: by default the keys, for a keyed queue.
     fn len(&self) -> usize {
         self.keys().map_or(0, |keys| keys.len())

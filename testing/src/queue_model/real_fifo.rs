@@ -1,5 +1,6 @@
 //! The model of `RealFifo`: every delta, in order; a relist is one `ReplacedAll`, a resync one
-//! `SyncAll` filled at pop time, and a batched pop takes consecutive single-object deltas.
+//! `SyncAll` filled at pop time, and a batched pop takes consecutive single-object deltas of
+//! distinct keys, never past the end of the initial list (client-go's `PopBatch`).
 
 use std::collections::VecDeque;
 
@@ -62,8 +63,10 @@ impl QueueModel for RealFifoModel {
         ));
     }
 
-    /// A pop of up to `batch` consecutive single-object deltas (no more than the initial items
-    /// left), or of one whole-queue delta; a `SyncAll` is filled from `known`.
+    /// A pop of up to `batch` consecutive single-object deltas, or of one whole-queue delta; a
+    /// `SyncAll` is filled from `known`. As client-go's `PopBatch`, a batch stops before a
+    /// whole-queue delta, before a key it already holds, and at the end of the initial list
+    /// (never taking more than the initial items left).
     fn pop(
         &mut self,
         batch: usize,
@@ -79,7 +82,9 @@ impl QueueModel for RealFifoModel {
                 n => batch.max(1).min(n),
             };
             while popped.len() < limit
-                && self.items.front().is_some_and(ModelDelta::is_single_object)
+                && self.items.front().is_some_and(|d| {
+                    d.is_single_object() && popped.iter().all(|p: &ModelDelta| p.key != d.key)
+                })
                 && let Some(d) = self.items.pop_front()
             {
                 popped.push(d);
