@@ -61,6 +61,20 @@ impl<T: Object> Store<T> for ReplaceSignal<T> {
         result
     }
 
+    fn transform_incoming(&self, obj: Arc<T>) -> Arc<T> {
+        self.queue.transform_incoming(obj)
+    }
+
+    fn replace_transformed(&self, list: Vec<Arc<T>>, resource_version: &str) -> Result<()> {
+        let result = self.queue.replace_transformed(list, resource_version);
+        self.replaced.notify_one();
+        result
+    }
+
+    fn update_resource_version(&self, resource_version: &str) {
+        self.queue.update_resource_version(resource_version);
+    }
+
     fn resync(&self) -> Result<()> {
         self.queue.resync()
     }

@@ -367,16 +367,25 @@ impl<T: Object> kcache_store::Store<T> for DeltaFifo<T> {
         self.lock().items.get(key)?.last()?.object().cloned()
     }
 
+    fn transform_incoming(&self, obj: Arc<T>) -> Arc<T> {
+        self.transform(obj)
+    }
+
     fn replace(&self, list: Vec<Arc<T>>, resource_version: &str) -> kcache_store::Result<()> {
+        let list = list.into_iter().map(|o| self.transform(o)).collect();
+        self.replace_transformed(list, resource_version)
+    }
+
+    fn replace_transformed(
+        &self,
+        list: Vec<Arc<T>>,
+        resource_version: &str,
+    ) -> kcache_store::Result<()> {
         // Every key first: a bad object leaves the queue unchanged.
-        let keyed = list
+        let transformed = list
             .into_iter()
             .map(|obj| Ok((self.key_of(&obj)?, obj)))
             .collect::<kcache_store::Result<Vec<_>>>()?;
-        let transformed: Vec<_> = keyed
-            .into_iter()
-            .map(|(k, obj)| (k, self.transform(obj)))
-            .collect();
         let mut st = self.lock();
         let mut listed = HashSet::with_capacity(transformed.len());
         for (key, obj) in transformed {
@@ -461,6 +470,12 @@ impl<T: Object> kcache_store::Store<T> for DeltaFifo<T> {
 
     fn bookmark(&self, resource_version: &str) {
         self.lock().last_rv = Some(resource_version.to_owned());
+    }
+
+    fn update_resource_version(&self, resource_version: &str) {
+        if !resource_version.is_empty() {
+            self.lock().last_rv = Some(resource_version.to_owned());
+        }
     }
 
     fn last_sync_resource_version(&self) -> Option<String> {

@@ -245,6 +245,12 @@ impl<T: Object> kcache_store::Store<T> for Fifo<T> {
         self.lock().last_rv = Some(resource_version.to_owned());
     }
 
+    fn update_resource_version(&self, resource_version: &str) {
+        if !resource_version.is_empty() {
+            self.lock().last_rv = Some(resource_version.to_owned());
+        }
+    }
+
     fn last_sync_resource_version(&self) -> Option<String> {
         self.lock().last_rv.clone()
     }

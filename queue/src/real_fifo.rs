@@ -455,11 +455,23 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
             .cloned()
     }
 
+    fn transform_incoming(&self, obj: Arc<T>) -> Arc<T> {
+        self.transform(obj)
+    }
+
     fn replace(&self, list: Vec<Arc<T>>, resource_version: &str) -> kcache_store::Result<()> {
-        for obj in &list {
+        let list = list.into_iter().map(|o| self.transform(o)).collect();
+        self.replace_transformed(list, resource_version)
+    }
+
+    fn replace_transformed(
+        &self,
+        objects: Vec<Arc<T>>,
+        resource_version: &str,
+    ) -> kcache_store::Result<()> {
+        for obj in &objects {
             self.key_of(obj)?;
         }
-        let objects: Vec<_> = list.into_iter().map(|o| self.transform(o)).collect();
         let mut st = self.lock();
         st.items.push_back(Queued {
             key_hash: None,
@@ -499,6 +511,14 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
         st.last_rv = Some(resource_version.to_owned());
         drop(st);
         self.life.wake();
+    }
+
+    /// Records the version without queuing anything: a [`Delta::Bookmark`] comes only from
+    /// [`bookmark`](kcache_store::Store::bookmark).
+    fn update_resource_version(&self, resource_version: &str) {
+        if !resource_version.is_empty() {
+            self.lock().last_rv = Some(resource_version.to_owned());
+        }
     }
 
     fn last_sync_resource_version(&self) -> Option<String> {

@@ -117,6 +117,10 @@ impl<T: Object> Store<T> for Cache<T> {
         self.store.bookmark(resource_version);
     }
 
+    fn update_resource_version(&self, resource_version: &str) {
+        self.store.bookmark(resource_version);
+    }
+
     fn last_sync_resource_version(&self) -> Option<String> {
         self.store.last_sync_resource_version()
     }

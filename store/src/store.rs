@@ -42,6 +42,34 @@ pub trait Store<T: Object>: Send + Sync {
     /// Replaces the whole content with `list` (later duplicates win) and records
     /// `resource_version` as the last synced one. On error nothing changes.
     fn replace(&self, list: Vec<Arc<T>>, resource_version: &str) -> Result<()>;
+    /// Applies the store's own transform (a queue's transformer) to an object about to be
+    /// written; a store without one returns `obj`. A reflector calls it on each listed object as
+    /// it arrives (each page of a paginated list, each initial event of a streaming list) and
+    /// hands the list to [`replace_transformed`](Self::replace_transformed), so that every
+    /// object is transformed exactly once and none waits untransformed for the end of the list
+    /// (as client-go's reflector fills its temporary store through the queue's transformer).
+    fn transform_incoming(&self, obj: Arc<T>) -> Arc<T> {
+        obj
+    }
+    /// [`replace`](Self::replace) with objects that already went through
+    /// [`transform_incoming`](Self::transform_incoming). A store that overrides one must
+    /// override the other; the default is `replace`.
+    ///
+    /// # Errors
+    ///
+    /// As [`replace`](Self::replace).
+    fn replace_transformed(&self, list: Vec<Arc<T>>, resource_version: &str) -> Result<()> {
+        self.replace(list, resource_version)
+    }
+    /// Records the resource version the reflector reached with an event it applied or a
+    /// bookmark (client-go's `ResourceVersionUpdater`): called after every such event, with
+    /// the version read before any transform, so that
+    /// [`last_sync_resource_version`](Self::last_sync_resource_version) says how fresh the store
+    /// is even when no object changed or a transform drops resource versions. Unlike
+    /// [`bookmark`](Self::bookmark) it queues nothing. The default does nothing.
+    fn update_resource_version(&self, resource_version: &str) {
+        let _ = resource_version;
+    }
     /// Asks a queue to re-deliver what it knows; a plain store does nothing.
     fn resync(&self) -> Result<()> {
         Ok(())

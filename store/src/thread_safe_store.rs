@@ -214,9 +214,11 @@ impl<T: Object> ThreadSafeStore<T> {
         Ok(())
     }
 
-    /// Records a resource version reached without an object change.
+    /// Records a resource version reached without an object change (an empty one is ignored).
     pub fn bookmark(&self, resource_version: &str) {
-        self.write().resource_version = non_empty(resource_version);
+        if let Some(rv) = non_empty(resource_version) {
+            self.write().resource_version = Some(rv);
+        }
     }
 
     /// The resource version of the last write, replace or bookmark.

@@ -64,14 +64,14 @@ impl<T: Object> Reflector<T> {
         }
         let resource_version = list.resource_version.unwrap_or_default();
         self.store
-            .replace(list.items, &resource_version)
+            .replace_transformed(list.items, &resource_version)
             .map_err(Error::Store)?;
         self.set_last_sync_rv(&resource_version);
         Ok(true)
     }
 
     /// Adds a page's objects to `into`, each in the `Arc` the store will keep (after the
-    /// transform), so that the objects of earlier pages are not held twice while later ones
+    /// reflector's transform and the store's own), so that the objects of earlier pages are not held twice while later ones
     /// arrive. Objects without a name (no key can be made for them) go to `skipped`. The
     /// list's resource version is its first page's, as in client-go's pager.
     fn take_page(&self, page: ObjectList<T>, into: &mut Listed<T>) {
@@ -79,7 +79,8 @@ impl<T: Object> Reflector<T> {
         into.items.reserve(page.items.len());
         for o in page.items {
             if has_name(&o) {
-                into.items.push(self.prepare(o));
+                into.items
+                    .push(self.store.transform_incoming(self.prepare(o)));
             } else {
                 let i = into.items.len() + into.skipped.len();
                 into.skipped

@@ -56,7 +56,9 @@ impl<T: Object> Reflector<T> {
             let e = match outcome {
                 Ok((InitialEvents::Synced(items, rv), stream)) => {
                     self.set_rv_unavailable(false);
-                    self.store.replace(items, &rv).map_err(Error::Store)?;
+                    self.store
+                        .replace_transformed(items, &rv)
+                        .map_err(Error::Store)?;
                     self.set_last_sync_rv(&rv);
                     return Ok(Some(stream));
                 }
@@ -139,7 +141,9 @@ impl<T: Object> Reflector<T> {
             match ev {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                     self.keyable(&o, EventType::Added)?;
-                    let o = self.prepare(o);
+                    // The store's transform too, as each object arrives: nothing waits
+                    // untransformed for the bookmark.
+                    let o = self.store.transform_incoming(self.prepare(o));
                     let k = meta_namespace_key(&*o).map_err(|e| Error::Store(e.into()))?;
                     temp.insert(k, o);
                 }

@@ -1,7 +1,6 @@
 //! The watch loop: events into the store, undecodable ones dealt with by key or by a relist,
 //! resync ticks, idle and very short watches, 429s and internal errors.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -240,36 +239,37 @@ impl<T: Object> Reflector<T> {
                     propagate |= ty != EventType::Added;
                     if propagate {
                         self.store.bookmark(rv);
-                        self.set_last_sync_rv(rv);
+                        self.reached(rv);
                     }
                     continue;
                 }
                 Item::Ended => return Ok(WatchEnd::Clean),
             };
             count += 1;
-            let (obj, result) = match ev {
+            // The version is read before the transform, which may drop it.
+            let (rv, result) = match ev {
                 WatchEvent::Added(o) => {
                     self.keyable(&o, EventType::Added)?;
-                    let o = self.prepare(o);
-                    (Some(Arc::clone(&o)), self.store.add(o))
+                    let rv = o.resource_version().map(str::to_owned);
+                    (rv, self.store.add(self.prepare(o)))
                 }
                 WatchEvent::Modified(o) => {
                     self.keyable(&o, EventType::Modified)?;
-                    let o = self.prepare(o);
                     propagate = true;
-                    (Some(Arc::clone(&o)), self.store.update(o))
+                    let rv = o.resource_version().map(str::to_owned);
+                    (rv, self.store.update(self.prepare(o)))
                 }
                 WatchEvent::Deleted(o) => {
                     self.keyable(&o, EventType::Deleted)?;
-                    let o = self.prepare(o);
                     propagate = true;
-                    (Some(Arc::clone(&o)), self.store.delete(o))
+                    let rv = o.resource_version().map(str::to_owned);
+                    (rv, self.store.delete(self.prepare(o)))
                 }
                 WatchEvent::Bookmark(b) => {
                     propagate = true;
                     if !b.resource_version.is_empty() {
                         self.store.bookmark(&b.resource_version);
-                        self.set_last_sync_rv(&b.resource_version);
+                        self.reached(&b.resource_version);
                     }
                     continue;
                 }
@@ -278,12 +278,18 @@ impl<T: Object> Reflector<T> {
             if let Err(e) = result {
                 tracing::warn!(error = %ErrorChain(&e), "store write failed");
             }
-            if propagate
-                && let Some(rv) = obj.as_deref().and_then(T::resource_version)
-                && !rv.is_empty()
-            {
-                self.set_last_sync_rv(rv);
+            if propagate && let Some(rv) = rv.filter(|rv| !rv.is_empty()) {
+                self.reached(&rv);
             }
         }
+    }
+}
+
+impl<T: Object> Reflector<T> {
+    /// The watch reached `rv` (an applied event's version, or a bookmark's): the reflector
+    /// re-watches from it, and the store is told (client-go's `ResourceVersionUpdater`).
+    fn reached(&self, rv: &str) {
+        self.set_last_sync_rv(rv);
+        self.store.update_resource_version(rv);
     }
 }

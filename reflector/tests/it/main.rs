@@ -9,6 +9,7 @@ mod faults;
 mod hardening;
 mod list;
 mod send_sync;
+mod store_contract;
 mod support;
 mod undecodable_props;
 mod watch;

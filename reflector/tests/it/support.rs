@@ -19,22 +19,51 @@ pub(crate) fn pod(name: &str) -> Obj {
     DynamicObject::new(Some("ns"), name)
 }
 
-/// A store that counts `resync` calls, over a cache.
+/// A store over a cache that counts `resync` calls and, when `transforming`, has a transform of
+/// its own (as a queue with a transformer has) that counts its runs, stamps each object with
+/// how often it was transformed (label `transforms`) and drops its resource version. It also
+/// records the versions it is told of.
 #[derive(Debug, Default)]
 pub(crate) struct CountingStore {
     pub(crate) cache: Cache<Obj>,
     pub(crate) resyncs: AtomicUsize,
+    pub(crate) transforming: bool,
+    pub(crate) transforms: AtomicUsize,
+    /// `replace` calls (which transform) and `replace_transformed` calls (which do not).
+    pub(crate) replaces: AtomicUsize,
+    pub(crate) transformed_replaces: AtomicUsize,
+    pub(crate) told_versions: Mutex<Vec<String>>,
+}
+
+impl CountingStore {
+    /// A store with a transform of its own.
+    pub(crate) fn transforming() -> Self {
+        Self {
+            transforming: true,
+            ..Self::default()
+        }
+    }
+
+    /// How often the stored object `name` was transformed.
+    pub(crate) fn times_transformed(&self, name: &str) -> usize {
+        let obj = self.cache.get_by_key(&format!("ns/{name}")).unwrap();
+        obj.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("transforms"))
+            .map_or(0, |n| n.parse().unwrap())
+    }
 }
 
 impl Store<Obj> for CountingStore {
     fn add(&self, obj: Arc<Obj>) -> kcache_store::Result<()> {
-        self.cache.add(obj)
+        self.cache.add(self.transform_incoming(obj))
     }
     fn update(&self, obj: Arc<Obj>) -> kcache_store::Result<()> {
-        self.cache.update(obj)
+        self.cache.update(self.transform_incoming(obj))
     }
     fn delete(&self, obj: Arc<Obj>) -> kcache_store::Result<()> {
-        self.cache.delete(obj)
+        self.cache.delete(self.transform_incoming(obj))
     }
     fn list(&self) -> Vec<Arc<Obj>> {
         self.cache.list()
@@ -48,8 +77,33 @@ impl Store<Obj> for CountingStore {
     fn get_by_key(&self, key: &str) -> Option<Arc<Obj>> {
         self.cache.get_by_key(key)
     }
+    fn transform_incoming(&self, obj: Arc<Obj>) -> Arc<Obj> {
+        if !self.transforming {
+            return obj;
+        }
+        self.transforms.fetch_add(1, Ordering::SeqCst);
+        let mut o = Arc::unwrap_or_clone(obj);
+        let labels = o.metadata.labels.get_or_insert_default();
+        let n: usize = labels.get("transforms").map_or(0, |n| n.parse().unwrap());
+        labels.insert("transforms".to_owned(), (n + 1).to_string());
+        o.metadata.resource_version = None;
+        Arc::new(o)
+    }
     fn replace(&self, list: Vec<Arc<Obj>>, rv: &str) -> kcache_store::Result<()> {
+        self.replaces.fetch_add(1, Ordering::SeqCst);
+        let list = list
+            .into_iter()
+            .map(|o| self.transform_incoming(o))
+            .collect();
         self.cache.replace(list, rv)
+    }
+    fn replace_transformed(&self, list: Vec<Arc<Obj>>, rv: &str) -> kcache_store::Result<()> {
+        self.transformed_replaces.fetch_add(1, Ordering::SeqCst);
+        self.cache.replace(list, rv)
+    }
+    fn update_resource_version(&self, rv: &str) {
+        self.told_versions.lock().unwrap().push(rv.to_owned());
+        self.cache.update_resource_version(rv);
     }
     fn resync(&self) -> kcache_store::Result<()> {
         self.resyncs.fetch_add(1, Ordering::SeqCst);
@@ -73,6 +127,14 @@ pub(crate) struct Env {
 }
 
 impl Env {
+    /// [`Env::with_pods`] over a [`CountingStore::transforming`] store.
+    pub(crate) fn with_pods_and_store_transform(n: usize) -> Self {
+        Self {
+            store: Arc::new(CountingStore::transforming()),
+            ..Self::with_pods(n)
+        }
+    }
+
     /// A fake holding pods `p1..=pn` (so at resource version `n`).
     pub(crate) fn with_pods(n: usize) -> Self {
         let fake = FakeListerWatcher::new();

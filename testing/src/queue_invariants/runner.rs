@@ -77,7 +77,13 @@ impl<Q: Queue<DynamicObject>, M: QueueModel> Run<'_, Q, M> {
             QueueOp::DeleteUnseen(n) => {
                 self.world.server.remove(&key(n));
             }
-            QueueOp::Relist => self.relist()?,
+            QueueOp::Relist => self.relist(false)?,
+            QueueOp::StreamedRelist => self.relist(true)?,
+            QueueOp::ReachVersion => {
+                let r = self.world.bump();
+                self.q.update_resource_version(&r);
+                prop_assert_eq!(self.q.last_sync_resource_version(), Some(r));
+            }
             QueueOp::Resync => {
                 let known = self.known();
                 self.q.resync()?;
@@ -127,11 +133,21 @@ impl<Q: Queue<DynamicObject>, M: QueueModel> Run<'_, Q, M> {
         Ok(())
     }
 
-    /// `replace` with the server's objects at a new resource version.
-    fn relist(&mut self) -> Result<(), TestCaseError> {
+    /// `replace` with the server's objects at a new resource version (`streamed`: as a reflector
+    /// does, transforming each object as it arrives, then `replace_transformed`).
+    fn relist(&mut self, streamed: bool) -> Result<(), TestCaseError> {
         let r = self.world.bump();
         let known = self.known();
-        self.q.replace(self.world.list(), &r)?;
+        if streamed {
+            let list = self.world.list();
+            let list = list
+                .into_iter()
+                .map(|o| self.q.transform_incoming(o))
+                .collect();
+            self.q.replace_transformed(list, &r)?;
+        } else {
+            self.q.replace(self.world.list(), &r)?;
+        }
         self.model
             .replace(&self.world.model_list(), &r, known.as_ref());
         Ok(())
@@ -219,7 +235,7 @@ impl<Q: Queue<DynamicObject>, M: QueueModel> Run<'_, Q, M> {
     /// The ending: the final relist if the rules say so, close, a drain checked after every pop.
     fn finish(mut self) -> Result<(), TestCaseError> {
         if self.rules.final_relist {
-            self.relist()?;
+            self.relist(false)?;
         }
         self.q.close();
         self.model.close();

@@ -28,6 +28,12 @@ pub enum QueueOp {
     DeleteUnseen(usize),
     /// A relist: `replace` with the server's objects.
     Relist,
+    /// A relist as a reflector does it: each object through `transform_incoming` as it
+    /// arrives, then `replace_transformed`; the transformer still runs once per object.
+    StreamedRelist,
+    /// `update_resource_version` with a new resource version: nothing is queued, and the
+    /// queue's last synced resource version is the new one.
+    ReachVersion,
     /// `resync`.
     Resync,
     /// `bookmark` with a new resource version.
@@ -53,6 +59,8 @@ pub fn queue_op() -> impl Strategy<Value = QueueOp> {
         1 => name.clone().prop_map(QueueOp::UpdateUnseen),
         2 => name.prop_map(QueueOp::DeleteUnseen),
         2 => Just(QueueOp::Relist),
+        1 => Just(QueueOp::StreamedRelist),
+        1 => Just(QueueOp::ReachVersion),
         1 => Just(QueueOp::Resync),
         1 => Just(QueueOp::Bookmark),
         5 => (any::<bool>(), prop_oneof![3 => Just(1_usize), 1 => 2..5_usize])
