@@ -16,6 +16,12 @@ pub enum Error {
     /// The indexer refused new indexes.
     #[error("indexer error")]
     Store(#[from] kcache_store::Error),
+    /// [`shut_down_event_handler`](crate::SharedIndexInformer::shut_down_event_handler)'s
+    /// future was polled on the handler's own thread, from inside one of its callbacks, where
+    /// it would wait for itself forever (client-go's `ShutDownEventHandler` deadlocks there).
+    /// The handler is removed all the same; its thread exits once the callback returns.
+    #[error("an event handler cannot wait for its own shutdown from inside its callback")]
+    ShutdownFromHandler,
     /// The operating system refused a thread (for a handler, or for an informer that runs on
     /// its own thread, with its runtime), or the informer's own thread died.
     #[error("informer thread failure")]

@@ -1,5 +1,6 @@
 //! [`ResourceEventHandler`], closure adapters and the filtering handler.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
@@ -12,6 +13,19 @@ use crate::Event;
 /// Synchronous: each registered handler runs on its own thread with its own buffer, so a slow
 /// handler delays neither the other handlers nor the reflector. Objects arrive as shared `Arc`s
 /// that nobody can mutate. Every method has an empty default, so implement only what you need.
+///
+/// # Panics in callbacks
+///
+/// A callback that panics does not bring anything down (client-go recovers them too): the
+/// panic is caught on the handler's thread, the event is skipped (an initial-list add still
+/// counts as delivered, so the registration can sync), and one error is logged naming the
+/// handler ([`name`](Self::name)), the event (add, update or delete), the object's key, the
+/// panic's message and the handler's panic count so far. The handler's thread then waits one
+/// second before its next event, so at most one panic is handled, and one line logged, per
+/// second per handler: a handler that panics on every event cannot flood the log, and its
+/// events wait in its buffer meanwhile. Other handlers, which have threads of their own, are
+/// not affected, and removing the handler or stopping the informer ends the wait at once.
+/// Rust's panic hook still runs for each panic (by default it prints the panic to stderr).
 pub trait ResourceEventHandler<T>: Send + Sync + 'static {
     /// An object was added. `is_in_initial_list` marks the initial list (and the replay a late
     /// handler receives) as opposed to a live change.
@@ -26,6 +40,20 @@ pub trait ResourceEventHandler<T>: Send + Sync + 'static {
     /// a relist.
     fn on_delete(&self, obj: &ObjectOrTombstone<T>) {
         let _ = obj;
+    }
+    /// The handler's name in logs (client-go's `nameForHandler`): the type's name by default.
+    /// [`HandlerFuncs::named`] sets one for closures, whose type says little.
+    ///
+    /// ```
+    /// use kcache_informer::ResourceEventHandler;
+    /// use kcache_store::DynamicObject;
+    ///
+    /// struct Reconciler;
+    /// impl ResourceEventHandler<DynamicObject> for Reconciler {}
+    /// assert!(Reconciler.name().ends_with("Reconciler"));
+    /// ```
+    fn name(&self) -> &str {
+        std::any::type_name::<Self>()
     }
 }
 
@@ -52,11 +80,13 @@ type DeleteFn<T> = Box<dyn Fn(&ObjectOrTombstone<T>) + Send + Sync>;
 /// use kcache_store::DynamicObject;
 ///
 /// let handler = HandlerFuncs::<DynamicObject>::new()
+///     .named("pod-printer")
 ///     .on_added(|pod, initial| println!("add {:?} (initial: {initial})", pod.metadata.name))
 ///     .on_deleted(|gone| println!("delete, tombstone: {}", gone.is_tombstone()));
 /// # let _ = handler;
 /// ```
 pub struct HandlerFuncs<T> {
+    name: Option<Cow<'static, str>>,
     add: Option<AddFn<T>>,
     update: Option<UpdateFn<T>>,
     delete: Option<DeleteFn<T>>,
@@ -67,10 +97,27 @@ impl<T> HandlerFuncs<T> {
     #[must_use]
     pub fn new() -> Self {
         Self {
+            name: None,
             add: None,
             update: None,
             delete: None,
         }
+    }
+
+    /// Names the handler in logs (see [`ResourceEventHandler::name`]); unnamed, it is
+    /// `HandlerFuncs<..>` with the object type.
+    ///
+    /// ```
+    /// use kcache_informer::{HandlerFuncs, ResourceEventHandler};
+    /// use kcache_store::DynamicObject;
+    ///
+    /// let handler = HandlerFuncs::<DynamicObject>::new().named("pod-indexer");
+    /// assert_eq!(handler.name(), "pod-indexer");
+    /// ```
+    #[must_use]
+    pub fn named(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.name = Some(name.into());
+        self
     }
 
     /// Called for adds, with `is_in_initial_list`.
@@ -104,6 +151,7 @@ impl<T> Default for HandlerFuncs<T> {
 impl<T> fmt::Debug for HandlerFuncs<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HandlerFuncs")
+            .field("name", &self.name)
             .field("add", &self.add.is_some())
             .field("update", &self.update.is_some())
             .field("delete", &self.delete.is_some())
@@ -126,6 +174,11 @@ impl<T: Send + Sync + 'static> ResourceEventHandler<T> for HandlerFuncs<T> {
         if let Some(f) = &self.delete {
             f(obj);
         }
+    }
+    fn name(&self) -> &str {
+        self.name
+            .as_deref()
+            .unwrap_or_else(|| std::any::type_name::<Self>())
     }
 }
 
@@ -184,6 +237,10 @@ where
             self.handler.on_delete(obj);
         }
     }
+    /// The wrapped handler's name.
+    fn name(&self) -> &str {
+        self.handler.name()
+    }
 }
 
 #[cfg(test)]
@@ -234,6 +291,27 @@ mod tests {
                 "delete -1"
             ]
         );
+    }
+
+    /// client-go's `nameForHandler`: a handler's name for logs comes from its type, or from
+    /// what the funcs were named.
+    #[test]
+    fn handlers_are_named_by_type_or_by_hand() {
+        assert!(
+            Log::default().name().ends_with("::Log"),
+            "{}",
+            Log::default().name()
+        );
+        let unnamed = HandlerFuncs::<i32>::new();
+        assert!(
+            unnamed.name().contains("HandlerFuncs<i32>"),
+            "{}",
+            unnamed.name()
+        );
+        let named = HandlerFuncs::<i32>::new().named(format!("worker-{}", 3));
+        assert_eq!(named.name(), "worker-3");
+        let filtered = FilteringHandler::new(|_: &i32| true, named);
+        assert_eq!(filtered.name(), "worker-3", "the wrapped handler's name");
     }
 
     #[test]

@@ -72,6 +72,7 @@ mod error;
 mod event;
 mod factory;
 mod handler;
+mod handler_panic;
 mod listener;
 mod process;
 mod processor;

@@ -4,16 +4,17 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::thread;
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::thread::{self, ThreadId};
 use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 
 use crate::handler::dispatch;
+use crate::handler_panic::{self, KeyOf, PANIC_PAUSE};
 use crate::sync_signal::SyncSignal;
-use crate::{Event, ResourceEventHandler};
+use crate::{Error, Event, ResourceEventHandler};
 
 /// Pending events at which a slow handler is first reported (client-go traces at 1024 too).
 const BEHIND_WARNING: usize = 1024;
@@ -26,6 +27,24 @@ const SPIN: Duration = Duration::from_micros(50);
 
 /// How long handed-back events wait for the pushing side before the delivery thread drops them.
 const SPENT_LINGER: Duration = Duration::from_millis(100);
+
+/// How a delivery thread paces itself; tests shorten or lengthen the waits.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pacing {
+    /// How long handed-back events wait for a push before the delivery thread drops them.
+    pub(crate) linger: Duration,
+    /// How long the thread waits after a callback panicked (see [`handler_panic`]).
+    pub(crate) panic_pause: Duration,
+}
+
+impl Default for Pacing {
+    fn default() -> Self {
+        Self {
+            linger: SPENT_LINGER,
+            panic_pause: PANIC_PAUSE,
+        }
+    }
+}
 
 /// The buffer of a thread-delivered listener.
 struct Buffer<T> {
@@ -51,8 +70,15 @@ pub(crate) struct Shared<T> {
     closed: AtomicBool,
     /// Notified when the last initial-list add is delivered and when the listener closes.
     changed: Notify,
-    /// How long handed-back events wait for a push before the delivery thread drops them.
-    linger: Duration,
+    pacing: Pacing,
+    /// The delivery thread, set by the thread itself before it delivers anything; never set
+    /// for a stream, which has none.
+    delivery_thread: OnceLock<ThreadId>,
+    /// Whether the delivery thread has exited (and dropped its handler): latched, and set
+    /// from the start for a stream.
+    exited: AtomicBool,
+    /// Notified when the delivery thread exits.
+    exit: Notify,
 }
 
 impl<T> Shared<T> {
@@ -120,6 +146,58 @@ impl<T> Shared<T> {
         self.closed.load(Ordering::Acquire)
     }
 
+    /// Resolves once the delivery thread has exited, its handler dropped; at once for a
+    /// stream. Woken by the thread's exit, never polls. The future owns a handle on the
+    /// listener's state.
+    ///
+    /// Polled on the delivery thread itself (from inside a callback), where the wait could
+    /// never end, it resolves with [`Error::ShutdownFromHandler`] instead.
+    pub(crate) fn owned_exited(
+        self: &Arc<Self>,
+    ) -> impl Future<Output = crate::Result<()>> + Send + 'static
+    where
+        T: Send + Sync + 'static,
+    {
+        let shared = Arc::clone(self);
+        async move {
+            loop {
+                let exit = shared.exit.notified();
+                tokio::pin!(exit);
+                exit.as_mut().enable();
+                if shared.exited.load(Ordering::Acquire) {
+                    return Ok(());
+                }
+                // Thread ids are never reused, so only a running delivery thread matches.
+                if shared.delivery_thread.get() == Some(&thread::current().id()) {
+                    return Err(Error::ShutdownFromHandler);
+                }
+                exit.await;
+            }
+        }
+    }
+
+    /// Waits `pause` on the buffer's condition variable, or less if the listener closes
+    /// meanwhile (so that a pause never delays a removal or a stop).
+    fn pause(&self, pause: Duration) {
+        let deadline = std::time::Instant::now().checked_add(pause);
+        let mut buf = self.lock();
+        while !buf.closed {
+            let left = match deadline {
+                Some(deadline) => deadline.saturating_duration_since(std::time::Instant::now()),
+                None => pause,
+            };
+            if left.is_zero() {
+                break;
+            }
+            // Pushes do not notify: `waiting` is false. Closing does.
+            buf = self
+                .ready
+                .wait_timeout(buf, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
     /// Bookkeeping once an event has been handed to its consumer.
     pub(crate) fn delivered(&self, initial: bool) {
         self.depth.fetch_sub(1, Ordering::AcqRel);
@@ -162,7 +240,7 @@ pub(crate) struct Listener<T> {
 }
 
 impl<T: Send + Sync + 'static> Listener<T> {
-    fn shared(informer: Arc<SyncSignal>, linger: Duration) -> Arc<Shared<T>> {
+    fn shared(informer: Arc<SyncSignal>, pacing: Pacing, threaded: bool) -> Arc<Shared<T>> {
         Arc::new(Shared {
             buffer: Mutex::new(Buffer {
                 events: VecDeque::new(),
@@ -177,32 +255,44 @@ impl<T: Send + Sync + 'static> Listener<T> {
             synced_latch: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             changed: Notify::new(),
-            linger,
+            pacing,
+            delivery_thread: OnceLock::new(),
+            exited: AtomicBool::new(!threaded),
+            exit: Notify::new(),
         })
     }
 
-    /// A listener that calls `handler` on a thread of its own.
+    /// A listener that calls `handler` on a thread of its own; a panic report names the
+    /// object by `key_of`.
     pub(crate) fn with_handler(
         id: u64,
         handler: Arc<dyn ResourceEventHandler<T>>,
         resync: Duration,
         informer: Arc<SyncSignal>,
+        key_of: KeyOf<T>,
     ) -> std::io::Result<Self> {
-        Self::with_handler_linger(id, handler, resync, informer, SPENT_LINGER)
+        Self::with_handler_paced(id, handler, resync, informer, key_of, Pacing::default())
     }
 
-    fn with_handler_linger(
+    fn with_handler_paced(
         id: u64,
         handler: Arc<dyn ResourceEventHandler<T>>,
         resync: Duration,
         informer: Arc<SyncSignal>,
-        linger: Duration,
+        key_of: KeyOf<T>,
+        pacing: Pacing,
     ) -> std::io::Result<Self> {
-        let shared = Self::shared(informer, linger);
+        let shared = Self::shared(informer, pacing, true);
         let worker = Arc::clone(&shared);
         let thread = thread::Builder::new()
             .name(format!("kcache-handler-{id}"))
-            .spawn(move || deliver(&worker, &*handler))?;
+            .spawn(move || {
+                // Declared first, dropped last: the exit is signalled once the handler is gone.
+                let _exit = ExitSignal(&worker);
+                let handler = handler;
+                let _ = worker.delivery_thread.set(thread::current().id());
+                deliver(&worker, &*handler, key_of);
+            })?;
         Ok(Self {
             id,
             shared,
@@ -227,7 +317,7 @@ impl<T: Send + Sync + 'static> Listener<T> {
     ) -> Self {
         Self {
             id,
-            shared: Self::shared(informer, SPENT_LINGER),
+            shared: Self::shared(informer, Pacing::default(), false),
             sink: Sink::Channel(tx),
             resync: Mutex::new(Resync {
                 requested: resync,
@@ -292,6 +382,13 @@ impl<T: Send + Sync + 'static> Listener<T> {
                 // Only pushers take `drained` (always before the buffer), so it is uncontended.
                 let mut drained = self.drained.lock().unwrap_or_else(PoisonError::into_inner);
                 let mut buf = self.shared.lock();
+                if buf.closed {
+                    // Closed since the check above: nobody will deliver it.
+                    drop(buf);
+                    self.shared.depth.fetch_sub(1, Ordering::AcqRel);
+                    drop(event);
+                    return;
+                }
                 buf.events.push_back(event);
                 // Wake the delivery thread only if it sleeps, and only once: a notify is a system
                 // call, and the thread takes everything queued by the time it runs.
@@ -313,13 +410,15 @@ impl<T: Send + Sync + 'static> Listener<T> {
         }
     }
 
-    /// Stops delivery: pending events are dropped, an event being handled finishes.
+    /// Stops delivery: pending events are dropped (and no longer counted in the depth), an
+    /// event being handled finishes.
     pub(crate) fn close(&self) {
         self.shared.mark_closed();
         let mut buf = self.shared.lock();
         buf.closed = true;
         let pending = std::mem::take(&mut buf.events);
         let spent = std::mem::take(&mut buf.spent);
+        self.shared.depth.fetch_sub(pending.len(), Ordering::AcqRel);
         drop(buf);
         self.shared.ready.notify_all();
         drop((pending, spent));
@@ -342,6 +441,16 @@ impl<T: Send + Sync + 'static> Listener<T> {
     }
 }
 
+/// Marks the delivery thread exited when dropped: when it returns, and when it unwinds.
+struct ExitSignal<'a, T>(&'a Shared<T>);
+
+impl<T> Drop for ExitSignal<'_, T> {
+    fn drop(&mut self) {
+        self.0.exited.store(true, Ordering::Release);
+        self.0.exit.notify_waiters();
+    }
+}
+
 /// The delivery loop of a handler thread.
 ///
 /// The last reference to an object that was replaced or deleted is usually the event that told
@@ -352,9 +461,18 @@ impl<T: Send + Sync + 'static> Listener<T> {
 /// a handled event is handed back to the pushing side (the informer's processing, next to where
 /// objects are decoded) and dropped there on its next push. When no push comes within [`SPENT_LINGER`],
 /// the delivery thread drops what it handed back itself: nothing handled outlives a quiet spell.
-fn deliver<T: 'static>(shared: &Shared<T>, handler: &dyn ResourceEventHandler<T>) {
+///
+/// A callback that panics is reported (see [`handler_panic`]); the event counts as delivered,
+/// and the thread pauses before the next one.
+fn deliver<T: 'static>(
+    shared: &Shared<T>,
+    handler: &dyn ResourceEventHandler<T>,
+    key_of: KeyOf<T>,
+) {
     // Whether the thread already waited briefly since the buffer ran dry.
     let mut spun = false;
+    // The handler's panics so far.
+    let mut panics: u64 = 0;
     loop {
         let mut buf = shared.lock();
         if buf.closed {
@@ -364,16 +482,19 @@ fn deliver<T: 'static>(shared: &Shared<T>, handler: &dyn ResourceEventHandler<T>
             drop(buf);
             spun = false;
             let initial = event.is_initial();
-            if catch_unwind(AssertUnwindSafe(|| dispatch(handler, &event))).is_err() {
-                tracing::error!("an event handler panicked; the event is skipped");
-            }
+            let panicked = match catch_unwind(AssertUnwindSafe(|| dispatch(handler, &event))) {
+                Ok(()) => false,
+                Err(payload) => {
+                    panics += 1;
+                    let key = key_of(&event);
+                    handler_panic::report(handler.name(), &event, key.as_ref(), &*payload, panics);
+                    true
+                }
+            };
             shared.delivered(initial);
-            let mut buf = shared.lock();
-            if buf.spent.len() < SPENT_LIMIT && !buf.closed {
-                buf.spent.push(event);
-            } else {
-                drop(buf);
-                drop(event);
+            hand_back(shared, event);
+            if panicked {
+                shared.pause(shared.pacing.panic_pause);
             }
             continue;
         }
@@ -397,7 +518,7 @@ fn deliver<T: 'static>(shared: &Shared<T>, handler: &dyn ResourceEventHandler<T>
         }
         let (mut buf, _) = shared
             .ready
-            .wait_timeout(buf, shared.linger)
+            .wait_timeout(buf, shared.pacing.linger)
             .unwrap_or_else(PoisonError::into_inner);
         buf.waiting = false;
         if buf.events.is_empty() && !buf.spent.is_empty() {
@@ -405,6 +526,18 @@ fn deliver<T: 'static>(shared: &Shared<T>, handler: &dyn ResourceEventHandler<T>
             drop(buf);
             drop(spent);
         }
+    }
+}
+
+/// Hands a handled event back for the pushing side to drop, or drops it here when too many
+/// wait already or the listener closed.
+fn hand_back<T>(shared: &Shared<T>, event: Event<T>) {
+    let mut buf = shared.lock();
+    if buf.spent.len() < SPENT_LIMIT && !buf.closed {
+        buf.spent.push(event);
+    } else {
+        drop(buf);
+        drop(event);
     }
 }
 
@@ -464,15 +597,24 @@ mod tests {
     fn counting(linger: Duration) -> (Listener<String>, Arc<AtomicUsize>) {
         let handled = Arc::new(AtomicUsize::new(0));
         let count = Arc::clone(&handled);
-        let funcs = HandlerFuncs::new().on_updated(move |_: &Arc<String>, _: &Arc<String>| {
-            count.fetch_add(1, Ordering::SeqCst);
-        });
-        let listener = Listener::with_handler_linger(
+        let also = Arc::clone(&handled);
+        let funcs = HandlerFuncs::new()
+            .on_updated(move |_: &Arc<String>, _: &Arc<String>| {
+                count.fetch_add(1, Ordering::SeqCst);
+            })
+            .on_added(move |_: &Arc<String>, _| {
+                also.fetch_add(1, Ordering::SeqCst);
+            });
+        let listener = Listener::with_handler_paced(
             1,
             Arc::new(funcs),
             Duration::ZERO,
-            Arc::new(crate::sync_signal::SyncSignal::default()),
-            linger,
+            Arc::new(SyncSignal::default()),
+            no_key,
+            Pacing {
+                linger,
+                ..Pacing::default()
+            },
         )
         .unwrap();
         (listener, handled)
@@ -534,5 +676,128 @@ mod tests {
         listener.flush();
         eventually("all three events", || handled.load(Ordering::SeqCst) == 3);
         listener.shutdown();
+    }
+
+    fn no_key(_: &Event<String>) -> Option<kcache_store::ObjectKey> {
+        None
+    }
+
+    fn add(name: &str, initial: bool) -> Event<String> {
+        Event::Add {
+            obj: Arc::new(name.to_owned()),
+            is_in_initial_list: initial,
+        }
+    }
+
+    /// A listener whose handler notes when each add reaches it, then panics; it pauses
+    /// `pause` after each panic.
+    fn panicking(
+        pause: Duration,
+        informer: Arc<SyncSignal>,
+    ) -> (Listener<String>, Arc<Mutex<Vec<StdInstant>>>) {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&calls);
+        let funcs =
+            HandlerFuncs::new()
+                .named("always-panics")
+                .on_added(move |_: &Arc<String>, _| {
+                    seen.lock().unwrap().push(StdInstant::now());
+                    panic!("handler bug");
+                });
+        let listener = Listener::with_handler_paced(
+            2,
+            Arc::new(funcs),
+            Duration::ZERO,
+            informer,
+            no_key,
+            Pacing {
+                panic_pause: pause,
+                ..Pacing::default()
+            },
+        )
+        .unwrap();
+        (listener, calls)
+    }
+
+    /// client-go's `processorListener` recovers a handler panic and sleeps a second before the
+    /// next notification: here the next call comes a whole pause after the previous one (a
+    /// lower bound, which cannot flake).
+    #[test]
+    fn a_panicking_handler_is_called_at_most_once_per_pause() {
+        let pause = Duration::from_millis(100);
+        let (listener, calls) = panicking(pause, Arc::new(SyncSignal::default()));
+        for name in ["a", "b", "c", "d"] {
+            listener.push(add(name, false));
+        }
+        eventually("every add", || calls.lock().unwrap().len() == 4);
+        let calls = calls.lock().unwrap().clone();
+        for pair in calls.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(gap >= pause, "{gap:?} between two panicking calls");
+        }
+        listener.shutdown();
+    }
+
+    /// A panicking initial add counts as delivered (where client-go's never syncs,
+    /// kubernetes/kubernetes#129024), so a handler that panics on every initial add syncs.
+    #[test]
+    fn panicking_initial_adds_still_count_as_delivered() {
+        let sync = Arc::new(SyncSignal::default());
+        sync.set_synced();
+        let (listener, calls) = panicking(Duration::from_millis(10), sync);
+        for name in ["a", "b", "c"] {
+            listener.push(add(name, true));
+        }
+        eventually("sync", || listener.shared.has_synced());
+        assert_eq!(calls.lock().unwrap().len(), 3);
+        assert_eq!(listener.shared.depth(), 0);
+        listener.shutdown();
+    }
+
+    /// The pause after a panic holds back only the panicking handler, and closing the listener
+    /// ends it at once (an hour-long pause: the test would hang otherwise), as client-go's
+    /// `ShutDownEventHandler` ends a listener whatever it is doing.
+    #[tokio::test]
+    async fn a_panic_pause_holds_back_only_its_handler_and_closing_ends_it() {
+        let sync = Arc::new(SyncSignal::default());
+        sync.set_synced();
+        let (paused, calls) = panicking(Duration::from_secs(3600), Arc::clone(&sync));
+        let (other, handled) = counting(SPENT_LINGER);
+        for name in ["a", "b", "c"] {
+            paused.push(add(name, true));
+            other.push(add(name, true));
+        }
+        eventually("the other handler to see everything", || {
+            handled.load(Ordering::SeqCst) == 3
+        });
+        // The first add was handled; the pause holds the other two back.
+        eventually("the first panic", || paused.shared.depth() == 2);
+        assert_eq!(calls.lock().unwrap().len(), 1);
+        assert!(!paused.shared.has_synced());
+
+        let exited = paused.shared.owned_exited();
+        paused.close();
+        exited.await.unwrap();
+        paused.shutdown();
+        assert_eq!(calls.lock().unwrap().len(), 1);
+        other.shutdown();
+    }
+
+    /// A stream has no thread: waiting for it to exit ends at once.
+    #[test]
+    fn a_stream_has_no_thread_to_wait_for() {
+        use futures_util::FutureExt as _;
+
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let stream = Listener::<String>::with_channel(
+            3,
+            tx,
+            Duration::ZERO,
+            Arc::new(SyncSignal::default()),
+        );
+        assert!(matches!(
+            stream.shared.owned_exited().now_or_never(),
+            Some(Ok(()))
+        ));
     }
 }

@@ -1,5 +1,6 @@
 //! Handlers and streams of a [`SharedIndexInformer`]: added before or after start (a late one
-//! first receives the cache as initial adds), each with its own resync period, removable.
+//! first receives the cache as initial adds), each with its own resync period, removable, and
+//! shut down (removed, then waited for).
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
@@ -9,6 +10,7 @@ use kcache_store::{Object, Store};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::handler_panic::object_key;
 use crate::listener::Listener;
 use crate::processor::{MINIMUM_RESYNC_PERIOD, determine_resync_period};
 use crate::sync_signal::SyncSignal;
@@ -42,7 +44,8 @@ impl<T: Object> SharedIndexInformer<T> {
     ) -> Result<Registration<T>> {
         let handler: Arc<dyn ResourceEventHandler<T>> = Arc::new(handler);
         self.register(resync, |id, synced| {
-            Listener::with_handler(id, handler, resync, synced).map_err(Error::Thread)
+            Listener::with_handler(id, handler, resync, synced, object_key::<T>)
+                .map_err(Error::Thread)
         })
     }
 
@@ -151,7 +154,7 @@ impl<T: Object> SharedIndexInformer<T> {
     /// the check period (zero when either is zero). `None` once the handler was removed or the
     /// informer stopped, and for a registration of another informer.
     pub fn resync_period(&self, registration: &Registration<T>) -> Option<Duration> {
-        if registration.informer != Arc::as_ptr(&self.inner) as usize {
+        if !self.owns(registration) {
             return None;
         }
         self.inner
@@ -167,10 +170,12 @@ impl<T: Object> SharedIndexInformer<T> {
             })
     }
 
-    /// Removes a handler: its pending events are dropped; an event being handled finishes.
-    /// Removing twice, or a registration of another informer, does nothing.
+    /// Removes a handler: its pending events are dropped; an event being handled finishes, on
+    /// its own (client-go's `RemoveEventHandler`; [`shut_down_event_handler`](Self::shut_down_event_handler)
+    /// also waits for it). Removing twice, or a registration of another informer, does
+    /// nothing. Safe to call from inside the handler's own callbacks.
     pub fn remove_event_handler(&self, registration: &Registration<T>) {
-        if registration.informer != Arc::as_ptr(&self.inner) as usize {
+        if !self.owns(registration) {
             return;
         }
         let _block = self
@@ -181,5 +186,62 @@ impl<T: Object> SharedIndexInformer<T> {
         if let Some(l) = self.inner.processor.remove(registration.id) {
             l.close();
         }
+    }
+
+    /// Removes a handler, as [`remove_event_handler`](Self::remove_event_handler) does, at
+    /// once, and returns a future that resolves when the handler is gone: the callback it was
+    /// running (if any) has returned, its thread has exited and the handler has been dropped
+    /// (client-go's `ShutDownEventHandler`). After that the handler is never called again.
+    ///
+    /// The future is woken by the handler's thread as it exits, never polls and never blocks
+    /// the runtime while a slow callback runs; it owns what it needs, so it can be spawned.
+    /// It resolves at once for a handler whose thread is already gone (a second call, an
+    /// informer that stopped), and does nothing for a registration of another informer. It
+    /// works whether or not the informer ever ran.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use kcache_informer::{HandlerFuncs, SharedIndexInformer};
+    /// # use kcache_store::{DynamicObject, Object};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let api = kcache_testing::FakeListerWatcher::<DynamicObject>::new();
+    /// let informer = SharedIndexInformer::builder(Arc::new(api)).build();
+    /// let (keys, received) = std::sync::mpsc::channel();
+    /// let registration = informer.add_event_handler(
+    ///     HandlerFuncs::new().on_added(move |pod: &Arc<DynamicObject>, _| drop(keys.send(pod.key()))),
+    /// )?;
+    /// informer.shut_down_event_handler(&registration).await?;
+    /// assert!(registration.is_closed());
+    /// // The handler, and the sender it held, are gone.
+    /// assert!(received.recv().is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ShutdownFromHandler`] when the future is polled on the handler's own thread,
+    /// from inside one of its callbacks, where it would wait for itself forever: the handler is
+    /// removed all the same, and its thread exits once that callback returns.
+    pub fn shut_down_event_handler(
+        &self,
+        registration: &Registration<T>,
+    ) -> impl Future<Output = Result<()>> + Send + 'static {
+        let shared = self.owns(registration).then(|| {
+            self.remove_event_handler(registration);
+            Arc::clone(&registration.shared)
+        });
+        async move {
+            match shared {
+                Some(shared) => shared.owned_exited().await,
+                None => Ok(()),
+            }
+        }
+    }
+
+    /// Whether `registration` came from this informer.
+    fn owns(&self, registration: &Registration<T>) -> bool {
+        registration.informer == Arc::as_ptr(&self.inner) as usize
     }
 }

@@ -72,6 +72,17 @@ struct Inner<T: Object> {
 ///   panicking handler delays neither the others nor the reflector. The price of never blocking
 ///   is memory: a handler that stops consuming grows its buffer (a warning is logged at 1024
 ///   pending events and at every doubling after that).
+/// - A handler's panic is caught on its thread: the event is skipped (an initial-list add still
+///   counts as delivered), one error is logged at error level naming the handler
+///   ([`ResourceEventHandler::name`](crate::ResourceEventHandler::name)), the event, the
+///   object's key, the panic and the handler's panic count, and the handler's thread waits one
+///   second before its next event. So at most one panic is handled, and one line logged, per
+///   second per handler: a handler that panics on every event cannot flood the log, and the
+///   other handlers are not affected.
+/// - [`remove_event_handler`](Self::remove_event_handler) removes a handler without waiting
+///   for the callback it may be running; [`shut_down_event_handler`](Self::shut_down_event_handler)
+///   removes it and resolves once that callback has returned and its thread has exited (a
+///   panic pause ends at once). Stopping the informer shuts every handler down.
 /// - [`subscribe`](Self::subscribe) gives the same events as a `Stream`.
 /// - Resync periods per handler follow client-go: at least one second, at least the informer's
 ///   check period, and never when the informer was built with a resync period of zero.

@@ -187,8 +187,9 @@ async fn slow_and_panicking_handlers_block_nobody() {
     // The fast handler and the cache keep up while the slow one is stuck on its first event.
     fast.wait("all adds", |l| l.len() == 50).await;
     eventually("cache", || inf.indexer().len() == 50).await;
-    eventually("panicking handler saw every event", || {
-        panics.load(Ordering::SeqCst) == 50
+    // The panicking handler pauses a second after each panic (see panics.rs).
+    eventually("the panicking handler's first panic", || {
+        panics.load(Ordering::SeqCst) >= 1
     })
     .await;
     assert_eq!(slow_calls.load(Ordering::SeqCst), 1);
