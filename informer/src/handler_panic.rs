@@ -77,53 +77,18 @@ pub(crate) fn report<T>(
 
 #[cfg(test)]
 mod tests {
-    use std::fmt::{self, Write as _};
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
 
     use kcache_store::{DeletedFinalStateUnknown, DynamicObject, ObjectOrTombstone};
-    use tracing::field::{Field, Visit};
-    use tracing::span::{Attributes, Id, Record};
-    use tracing::{Metadata, Subscriber};
 
     use super::*;
 
-    /// A subscriber that keeps each event as `LEVEL field=value ...`.
-    #[derive(Clone, Default)]
-    struct Capture(Arc<Mutex<Vec<String>>>);
-
-    struct Line(String);
-
-    impl Visit for Line {
-        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-            write!(self.0, " {}={value:?}", field.name()).unwrap();
-        }
-        fn record_str(&mut self, field: &Field, value: &str) {
-            write!(self.0, " {}={value}", field.name()).unwrap();
-        }
-    }
-
-    impl Subscriber for Capture {
-        fn enabled(&self, _: &Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &Attributes<'_>) -> Id {
-            Id::from_u64(1)
-        }
-        fn record(&self, _: &Id, _: &Record<'_>) {}
-        fn record_follows_from(&self, _: &Id, _: &Id) {}
-        fn event(&self, event: &tracing::Event<'_>) {
-            let mut line = Line(event.metadata().level().to_string());
-            event.record(&mut line);
-            self.0.lock().unwrap().push(line.0);
-        }
-        fn enter(&self, _: &Id) {}
-        fn exit(&self, _: &Id) {}
-    }
-
+    /// What `f` logged, each line as `kcache_testing::LogCapture` writes it.
     fn captured(f: impl FnOnce()) -> Vec<String> {
-        let capture = Capture::default();
-        tracing::subscriber::with_default(capture.clone(), f);
-        capture.0.lock().unwrap().clone()
+        let (logs, guard) = kcache_testing::LogCapture::capture();
+        f();
+        drop(guard);
+        logs.all()
     }
 
     /// client-go logs a recovered handler panic with the handler's name (`nameForHandler`);
@@ -141,12 +106,11 @@ mod tests {
         assert_eq!(lines.len(), 1, "{lines:?}");
         let line = &lines[0];
         for part in [
-            "ERROR ",
-            " message=an event handler panicked",
-            " handler=pods-controller",
-            " event=update",
+            "ERROR an event handler panicked",
+            " handler=\"pods-controller\"",
+            " event=\"update\"",
             " key=shop/web",
-            " panic=bad spec",
+            " panic=\"bad spec\"",
             " panics=3",
             " pause=1s",
         ] {
@@ -163,8 +127,8 @@ mod tests {
         let payload: Box<dyn Any + Send> = Box::new("static message");
         let lines = captured(|| report("h", &event, None, &*payload, 1));
         assert_eq!(lines.len(), 1, "{lines:?}");
-        assert!(lines[0].contains(" event=add"), "{lines:?}");
-        assert!(lines[0].contains(" panic=static message"), "{lines:?}");
+        assert!(lines[0].contains(" event=\"add\""), "{lines:?}");
+        assert!(lines[0].contains(" panic=\"static message\""), "{lines:?}");
         assert!(!lines[0].contains(" key="), "{lines:?}");
     }
 

@@ -410,20 +410,6 @@ impl<T: Send + Sync + 'static> Listener<T> {
         }
     }
 
-    /// Stops delivery: pending events are dropped (and no longer counted in the depth), an
-    /// event being handled finishes.
-    pub(crate) fn close(&self) {
-        self.shared.mark_closed();
-        let mut buf = self.shared.lock();
-        buf.closed = true;
-        let pending = std::mem::take(&mut buf.events);
-        let spent = std::mem::take(&mut buf.spent);
-        self.shared.depth.fetch_sub(pending.len(), Ordering::AcqRel);
-        drop(buf);
-        self.shared.ready.notify_all();
-        drop((pending, spent));
-    }
-
     /// Closes and waits for the delivery thread to finish its current event.
     pub(crate) fn shutdown(&self) {
         self.close();
@@ -546,6 +532,30 @@ fn spin_for_events<T>(shared: &Shared<T>) {
     let until = std::time::Instant::now() + SPIN;
     while shared.depth() == 0 && !shared.is_closed() && std::time::Instant::now() < until {
         thread::yield_now();
+    }
+}
+
+impl<T> Listener<T> {
+    /// Stops delivery: pending events are dropped (and no longer counted in the depth), an
+    /// event being handled finishes.
+    pub(crate) fn close(&self) {
+        self.shared.mark_closed();
+        let mut buf = self.shared.lock();
+        buf.closed = true;
+        let pending = std::mem::take(&mut buf.events);
+        let spent = std::mem::take(&mut buf.spent);
+        self.shared.depth.fetch_sub(pending.len(), Ordering::AcqRel);
+        drop(buf);
+        self.shared.ready.notify_all();
+        drop((pending, spent));
+    }
+}
+
+/// A listener dropped without being removed (its informer dropped, never run or stopped) still
+/// ends its delivery thread, which would otherwise wait for events forever.
+impl<T> Drop for Listener<T> {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 

@@ -194,3 +194,26 @@ async fn shutting_down_from_inside_the_handler_is_an_error() {
     cancel.cancel();
     run.await.unwrap().unwrap();
 }
+
+/// Dropping an informer without running or stopping it ends its handlers' threads and drops
+/// the handlers: nothing waits for events that can no longer come.
+#[tokio::test]
+async fn dropping_an_informer_that_never_ran_ends_its_handler_threads() {
+    let (_fake, inf) = informer(Duration::ZERO);
+    let token = Arc::new(());
+    let held = Arc::clone(&token);
+    let registration = inf
+        .add_event_handler(
+            HandlerFuncs::new().on_added(move |_: &Arc<DynamicObject>, _| {
+                let _ = &held;
+            }),
+        )
+        .unwrap();
+    assert_eq!(Arc::strong_count(&token), 2);
+    drop(inf);
+    eventually("the handler to be dropped with its thread", || {
+        Arc::strong_count(&token) == 1
+    })
+    .await;
+    assert!(registration.is_closed());
+}
