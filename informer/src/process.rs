@@ -1,11 +1,14 @@
 //! The delta-processing table of client-go's controller: how each popped delta changes the
 //! indexer and which events it raises.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use kcache_queue::{Delta, Deltas};
-use kcache_store::{DeletedFinalStateUnknown, Indexer, Object, ObjectKey, ObjectOrTombstone};
+use kcache_store::{
+    DeletedFinalStateUnknown, Indexer, Object, ObjectKey, ObjectOrTombstone, Transaction,
+    meta_namespace_key,
+};
 
 use crate::Event;
 
@@ -30,6 +33,9 @@ pub(crate) fn process_deltas<T: Object>(
     mut emit: impl FnMut(Event<T>, bool),
 ) -> Result<(), kcache_store::Error> {
     let initial = deltas.is_in_initial_list();
+    if deltas.len() > 1 && deltas.iter().all(Delta::is_single_object) && distinct_keys(&deltas) {
+        return process_batch(indexer, deltas.into_vec(), initial, &mut emit);
+    }
     let mut first_error = None;
     for delta in deltas {
         // A batch holds deltas of many keys: one refused change must not drop the others.
@@ -38,6 +44,82 @@ pub(crate) fn process_deltas<T: Object>(
         }
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// Whether every delta is of a different object (as in a batch a `RealFifo` pops; a
+/// `DeltaFifo` pops the deltas of one object, which must be applied one after the other).
+fn distinct_keys<T: Object>(deltas: &[Delta<T>]) -> bool {
+    let mut seen = HashSet::with_capacity(deltas.len());
+    deltas.iter().all(|d| {
+        let key = match d {
+            Delta::Deleted(ObjectOrTombstone::Tombstone(t)) => Some(t.key.clone()),
+            d => d.object().and_then(|o| meta_namespace_key(&**o).ok()),
+        };
+        key.is_some_and(|k| seen.insert(k))
+    })
+}
+
+/// client-go's `processDeltasInBatch`: a batch of single-object deltas of distinct objects is
+/// applied to the indexer as one [`Transaction`](kcache_store::Transaction) batch; the events
+/// of the writes that were applied are raised, in order, and those of the writes that failed
+/// are not (the cache and the handlers stay in agreement; the next relist corrects both).
+///
+/// # Errors
+///
+/// The transaction's error, naming the writes that failed, once the others are delivered.
+fn process_batch<T: Object>(
+    indexer: &dyn Indexer<T>,
+    deltas: Vec<Delta<T>>,
+    initial: bool,
+    emit: &mut impl FnMut(Event<T>, bool),
+) -> Result<(), kcache_store::Error> {
+    let mut writes = Vec::with_capacity(deltas.len());
+    // The event each write raises once applied (a deletion of an object the cache did not hold
+    // raises none).
+    let mut events = Vec::with_capacity(deltas.len());
+    for delta in deltas {
+        match delta {
+            Delta::Added(obj) | Delta::Updated(obj) | Delta::Replaced(obj) | Delta::Sync(obj) => {
+                // A key that cannot be computed fails in the transaction too, at this position.
+                if let Some(old) = indexer.get(&obj).ok().flatten() {
+                    let sync = is_resync(&*old, &*obj);
+                    writes.push(Transaction::Update(Arc::clone(&obj)));
+                    events.push(Some((Event::Update { old, new: obj }, sync)));
+                } else {
+                    writes.push(Transaction::Add(Arc::clone(&obj)));
+                    let add = Event::Add {
+                        obj,
+                        is_in_initial_list: initial,
+                    };
+                    events.push(Some((add, false)));
+                }
+            }
+            Delta::Deleted(gone) => {
+                let (held, write) = match &gone {
+                    ObjectOrTombstone::Object(obj) => (
+                        indexer.get(obj).ok().flatten().is_some(),
+                        Transaction::Delete(Arc::clone(obj)),
+                    ),
+                    ObjectOrTombstone::Tombstone(t) => (
+                        indexer.get_by_key(t.key.as_str()).is_some(),
+                        Transaction::DeleteKey(t.key.clone()),
+                    ),
+                };
+                writes.push(write);
+                events.push(held.then_some((Event::Delete(gone), false)));
+            }
+            // Never here: `process_deltas` batches single-object deltas only.
+            Delta::ReplacedAll { .. } | Delta::SyncAll { .. } | Delta::Bookmark { .. } => {}
+        }
+    }
+    let result = indexer.transaction(writes);
+    for (i, event) in events.into_iter().enumerate() {
+        let applied = result.as_ref().map_or_else(|e| e.succeeded(i), |()| true);
+        if applied && let Some((event, sync)) = event {
+            emit(event, sync);
+        }
+    }
+    result.map_err(kcache_store::Error::from)
 }
 
 fn process_delta<T: Object>(
@@ -311,5 +393,57 @@ mod tests {
         );
         assert_eq!(log.len(), 3);
         assert!(log.iter().all(|l| l.ends_with("sync=true")));
+    }
+
+    /// client-go 1.36's `processDeltasInBatch`: a batch of distinct objects is one transaction
+    /// on the indexer; a write the indexer refuses (here an index function's error) is left out
+    /// of the cache and raises no event, the others are applied and raise theirs in order, and
+    /// the error says `failed to execute (1/3) transactions` with the cause.
+    #[test]
+    fn a_batch_is_one_transaction_and_only_applied_writes_raise_events() {
+        let c = Cache::with_indexers(kcache_store::Indexers::new().with(
+            "refuses-bad",
+            |o: &DynamicObject| {
+                if o.metadata.name.as_deref() == Some("bad") {
+                    return Err("bad is not indexable".into());
+                }
+                Ok(Vec::new())
+            },
+        ));
+        run(&c, vec![Delta::Added(obj("old", "1"))], true);
+        let mut log = Vec::new();
+        let result = process_deltas(
+            &c,
+            Deltas::new(
+                vec![
+                    Delta::Added(obj("a", "2")),
+                    Delta::Added(obj("bad", "3")),
+                    Delta::Deleted(ObjectOrTombstone::Object(obj("old", "4"))),
+                ],
+                false,
+            ),
+            |e, _| {
+                log.push(match e {
+                    Event::Add { obj, .. } => {
+                        format!("add {}", obj.metadata.name.as_deref().unwrap_or(""))
+                    }
+                    Event::Update { new, .. } => {
+                        format!("update {}", new.metadata.name.as_deref().unwrap_or(""))
+                    }
+                    Event::Delete(gone) => format!("delete {}", gone.key()),
+                });
+            },
+        );
+        let err = result.unwrap_err().to_string();
+        assert!(
+            err.starts_with("failed to execute (1/3) transactions: #1: unable to calculate"),
+            "{err}"
+        );
+        assert!(err.ends_with("bad is not indexable"), "{err}");
+        assert_eq!(log, ["add a", "delete ns/old"]);
+        assert!(c.get_by_key("ns/a").is_some());
+        assert!(c.get_by_key("ns/bad").is_none());
+        assert!(c.get_by_key("ns/old").is_none());
+        assert_eq!(c.last_sync_resource_version().as_deref(), Some("4"));
     }
 }

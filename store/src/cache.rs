@@ -5,7 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::{
-    Indexer, Indexers, KeyFunc, Object, ObjectKey, Result, Store, ThreadSafeStore, default_key_func,
+    Indexer, Indexers, KeyFunc, Object, ObjectKey, Result, Store, ThreadSafeStore, Transaction,
+    TransactionError, default_key_func,
 };
 
 /// The standard [`Store`] and [`Indexer`]: client-go's `NewStore`/`NewIndexer`.
@@ -158,6 +159,38 @@ impl<T: Object> Indexer<T> for Cache<T> {
     fn delete_by_key(&self, key: &str) -> Result<()> {
         self.store.delete(key, None)
     }
+
+    /// Keys every write first (a write whose key cannot be computed fails alone), then applies
+    /// the rest under one lock with [`ThreadSafeStore::transaction`].
+    fn transaction(&self, batch: Vec<Transaction<T>>) -> Result<(), TransactionError> {
+        let total = batch.len();
+        let mut failed = Vec::new();
+        let mut keyed = Vec::with_capacity(total);
+        let mut positions = Vec::with_capacity(total);
+        for (i, write) in batch.into_iter().enumerate() {
+            let key = match &write {
+                Transaction::Add(obj) | Transaction::Update(obj) | Transaction::Delete(obj) => {
+                    self.key_of(obj)
+                }
+                Transaction::DeleteKey(key) => Ok(key.clone()),
+            };
+            match key {
+                Ok(key) => {
+                    keyed.push((key, write));
+                    positions.push(i);
+                }
+                Err(e) => failed.push((i, e)),
+            }
+        }
+        if let Err(e) = self.store.transaction(keyed) {
+            failed.extend(
+                e.into_failed()
+                    .into_iter()
+                    .map(|(j, err)| (positions[j], err)),
+            );
+        }
+        TransactionError::from_failures(total, failed).map_or(Ok(()), Err)
+    }
 }
 
 impl<T> fmt::Debug for Cache<T> {
@@ -192,6 +225,103 @@ mod tests {
                     .filter_map(|l| l.get("app").cloned())
                     .collect())
             })
+    }
+
+    fn boom_on(app: &'static str) -> Indexers<DynamicObject> {
+        Indexers::new().with("app", move |o: &DynamicObject| {
+            let apps: Vec<String> = o
+                .metadata
+                .labels
+                .iter()
+                .filter_map(|l| l.get("app").cloned())
+                .collect();
+            if apps.iter().any(|a| a == app) {
+                return Err(format!("no index for {app}").into());
+            }
+            Ok(apps)
+        })
+    }
+
+    /// client-go 1.36's `Transaction` on its thread-safe store (batch processing): the writes
+    /// that can be applied are, the one an index function refuses is skipped and leaves its
+    /// key as it was, and the error says how many of how many failed, which, and why.
+    #[test]
+    fn a_transaction_applies_what_it_can_and_names_what_failed() {
+        let c = Cache::with_indexers(boom_on("boom"));
+        c.add(obj("a", "c", "1", "web")).unwrap();
+        c.add(obj("a", "d", "2", "web")).unwrap();
+        let err = c
+            .transaction(vec![
+                Transaction::Add(obj("a", "x", "3", "api")),
+                Transaction::Update(obj("a", "c", "4", "boom")),
+                Transaction::DeleteKey(ObjectKey::explicit("a/d")),
+            ])
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "failed to execute (1/3) transactions: #1: unable to calculate an index entry for \
+             key \"a/c\" on index \"app\": no index for boom"
+        );
+        assert_eq!(err.successful(), [0, 2]);
+        assert_eq!((err.total(), err.failed().len()), (3, 1));
+        assert!(matches!(err.failed()[0], (1, Error::IndexFunc { .. })));
+        assert!(c.get_by_key("a/x").is_some());
+        assert!(c.get_by_key("a/d").is_none());
+        let kept = c.get_by_key("a/c").unwrap();
+        assert_eq!(kept.metadata.resource_version.as_deref(), Some("1"));
+        assert_eq!(c.index_keys("app", "web").unwrap(), ["a/c"]);
+        assert_eq!(c.index_keys("app", "api").unwrap(), ["a/x"]);
+        assert_eq!(
+            c.last_sync_resource_version().as_deref(),
+            Some("3"),
+            "the last applied object's version"
+        );
+        c.transaction(vec![Transaction::Delete(obj("a", "x", "5", "api"))])
+            .unwrap();
+        assert_eq!(c.last_sync_resource_version().as_deref(), Some("5"));
+        assert!(c.index_keys("app", "api").unwrap().is_empty());
+    }
+
+    /// A write whose key cannot be computed fails alone, at its own position.
+    #[test]
+    fn a_transaction_write_without_a_key_fails_alone() {
+        let c = Cache::<DynamicObject>::new();
+        let err = c
+            .transaction(vec![
+                Transaction::Add(Arc::new(DynamicObject::new(Some("a"), ""))),
+                Transaction::Add(obj("a", "y", "1", "")),
+            ])
+            .unwrap_err();
+        assert_eq!(err.successful(), [1]);
+        assert!(matches!(
+            err.failed()[0],
+            (0, Error::Key(KeyError::MissingName { .. }))
+        ));
+        assert_eq!(c.list_keys(), [ObjectKey::explicit("a/y")]);
+    }
+
+    /// The batch is applied under one acquisition of the lock: a reader never sees half of it.
+    #[test]
+    fn readers_see_all_of_a_transaction_or_none_of_it() {
+        let c = Arc::new(Cache::<DynamicObject>::new());
+        let reader = {
+            let c = Arc::clone(&c);
+            std::thread::spawn(move || {
+                for _ in 0..2000 {
+                    let n = c.len();
+                    assert_eq!(n % 2, 0, "half a batch seen: {n} objects");
+                }
+            })
+        };
+        for i in 0..2000 {
+            c.transaction(vec![
+                Transaction::Add(obj("a", &format!("x{i}"), "1", "")),
+                Transaction::Add(obj("a", &format!("y{i}"), "1", "")),
+            ])
+            .unwrap();
+        }
+        reader.join().unwrap();
+        assert_eq!(c.len(), 4000);
     }
 
     /// client-go's `TestThreadSafeStoreRV` and `TestStoreResourceVersionWithNonMetaTransform`:

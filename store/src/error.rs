@@ -42,7 +42,8 @@ fn fmt_ns(ns: Option<&str>) -> String {
 
 /// Errors of the store, the indexer and the listers.
 ///
-/// Every failing operation leaves the store exactly as it was.
+/// Every failing operation leaves the store exactly as it was, but for a transaction, which
+/// applies the writes that do not fail.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -69,6 +70,10 @@ pub enum Error {
     /// A label or field selector did not parse.
     #[error("invalid selector")]
     Selector(#[from] SelectorError),
+    /// Some writes of a [`Transaction`](crate::Transaction) batch failed; the others were
+    /// applied.
+    #[error(transparent)]
+    Transaction(#[from] crate::TransactionError),
 }
 
 /// A selector that does not parse, with the byte offset where the text went wrong.

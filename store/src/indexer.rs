@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::{BoxError, Object, ObjectKey, Result, Store};
+use crate::{BoxError, Object, ObjectKey, Result, Store, Transaction, TransactionError};
 
 /// An index function: the values under which an object is indexed (any number, including none).
 ///
@@ -172,4 +172,30 @@ pub trait Indexer<T: Object>: Store<T> {
     /// [`Error::IndexFunc`](crate::Error::IndexFunc) if an index function fails on the stored
     /// object; nothing changes then.
     fn delete_by_key(&self, key: &str) -> Result<()>;
+    /// Applies a batch of writes, skipping those that fail and applying the others (client-go's
+    /// `TransactionStore`, with which an informer applies a popped batch). [`Cache`](crate::Cache)
+    /// applies the whole batch under one lock, so readers see all of it or none; the default
+    /// applies the writes one by one with the methods above.
+    ///
+    /// # Errors
+    ///
+    /// A [`TransactionError`](crate::TransactionError) naming the writes that failed (a key
+    /// that cannot be computed, an index function's error) and why.
+    fn transaction(&self, batch: Vec<Transaction<T>>) -> Result<(), TransactionError> {
+        let total = batch.len();
+        let failed = batch
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, write)| {
+                let applied = match write {
+                    Transaction::Add(obj) => self.add(obj),
+                    Transaction::Update(obj) => self.update(obj),
+                    Transaction::Delete(obj) => self.delete(obj),
+                    Transaction::DeleteKey(key) => self.delete_by_key(key.as_str()),
+                };
+                applied.err().map(|e| (i, e))
+            })
+            .collect();
+        TransactionError::from_failures(total, failed).map_or(Ok(()), Err)
+    }
 }

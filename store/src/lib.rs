@@ -64,6 +64,7 @@ mod selector;
 mod store;
 mod thread_safe_store;
 mod tombstone;
+mod transaction;
 mod transform;
 
 pub use self::api_resource::ApiResource;
@@ -84,4 +85,5 @@ pub use self::selector::{Operator, Requirement, Selector};
 pub use self::store::{KnownObjects, Store};
 pub use self::thread_safe_store::ThreadSafeStore;
 pub use self::tombstone::{DeletedFinalStateUnknown, ObjectOrTombstone, deletion_handling_key};
+pub use self::transaction::{Transaction, TransactionError};
 pub use self::transform::TransformFn;

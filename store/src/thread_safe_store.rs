@@ -4,7 +4,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::{Error, Indexers, Object, ObjectKey, Result};
+use crate::{Error, Indexers, Object, ObjectKey, Result, Transaction, TransactionError};
 
 /// One index: indexed value -> keys of the objects that produced it (sorted, never empty).
 type Index = HashMap<String, BTreeSet<ObjectKey>>;
@@ -80,6 +80,35 @@ impl<T: Object> Inner<T> {
         }
     }
 
+    /// Inserts or replaces `obj` under `key`, its index entries and its resource version; on an
+    /// index function's error nothing changes.
+    fn put(&mut self, key: ObjectKey, obj: Arc<T>) -> Result<()> {
+        let new = self.values_of(&key, &obj)?;
+        let old = match self.items.get(&key) {
+            Some(old) => Some(self.values_of(&key, old)?),
+            None => None,
+        };
+        self.reindex(&key, old.as_ref(), Some(&new));
+        self.note_resource_version(&*obj);
+        self.items.insert(key, obj);
+        Ok(())
+    }
+
+    /// Removes `key` and its index entries, and records the resource version of `obj` (the
+    /// deleted state) when given; on an index function's error nothing changes.
+    fn remove(&mut self, key: &str, obj: Option<&T>) -> Result<()> {
+        if let Some((k, old)) = self.items.get_key_value(key) {
+            let k = k.clone();
+            let old = self.values_of(&k, old)?;
+            self.reindex(&k, Some(&old), None);
+            self.items.remove(key);
+        }
+        if let Some(obj) = obj {
+            self.note_resource_version(obj);
+        }
+        Ok(())
+    }
+
     /// Every registered index has an entry in `indices`, possibly empty.
     fn index(&self, name: &str) -> Result<&Index> {
         self.indices
@@ -120,16 +149,7 @@ impl<T: Object> ThreadSafeStore<T> {
     ///
     /// [`Error::IndexFunc`] when an index function fails; the store is unchanged.
     pub fn add(&self, key: ObjectKey, obj: Arc<T>) -> Result<()> {
-        let mut inner = self.write();
-        let new = inner.values_of(&key, &obj)?;
-        let old = match inner.items.get(&key) {
-            Some(old) => Some(inner.values_of(&key, old)?),
-            None => None,
-        };
-        inner.reindex(&key, old.as_ref(), Some(&new));
-        inner.note_resource_version(&*obj);
-        inner.items.insert(key, obj);
-        Ok(())
+        self.write().put(key, obj)
     }
 
     /// Same as [`add`](Self::add).
@@ -148,17 +168,37 @@ impl<T: Object> ThreadSafeStore<T> {
     /// [`Error::IndexFunc`] when an index function fails on the stored object; the store is
     /// unchanged.
     pub fn delete(&self, key: &str, obj: Option<&T>) -> Result<()> {
+        self.write().remove(key, obj)
+    }
+
+    /// Applies every write of `batch`, each under its key, under one acquisition of the lock:
+    /// readers see all of the batch or none of it. A write that fails (an index function's
+    /// error) is skipped, leaving its key as it was, and the others are applied. The resource
+    /// version recorded is the last applied object's that has one (client-go's
+    /// `threadSafeMap.Transaction`).
+    ///
+    /// # Errors
+    ///
+    /// A [`TransactionError`] naming the writes that failed, by position in `batch`.
+    pub fn transaction(
+        &self,
+        batch: Vec<(ObjectKey, Transaction<T>)>,
+    ) -> Result<(), TransactionError> {
+        let total = batch.len();
+        let mut failed = Vec::new();
         let mut inner = self.write();
-        if let Some((k, old)) = inner.items.get_key_value(key) {
-            let k = k.clone();
-            let old = inner.values_of(&k, old)?;
-            inner.reindex(&k, Some(&old), None);
-            inner.items.remove(key);
+        for (i, (key, write)) in batch.into_iter().enumerate() {
+            let applied = match write {
+                Transaction::Add(obj) | Transaction::Update(obj) => inner.put(key, obj),
+                Transaction::Delete(obj) => inner.remove(key.as_str(), Some(&*obj)),
+                Transaction::DeleteKey(_) => inner.remove(key.as_str(), None),
+            };
+            if let Err(e) = applied {
+                failed.push((i, e));
+            }
         }
-        if let Some(obj) = obj {
-            inner.note_resource_version(obj);
-        }
-        Ok(())
+        drop(inner);
+        TransactionError::from_failures(total, failed).map_or(Ok(()), Err)
     }
 
     /// The object under `key`.

@@ -201,7 +201,10 @@ impl<T: Object> Inner<T> {
             self.processor.distribute(&event, sync);
         });
         result.map_err(|e| {
-            tracing::error!(error = %e, "the cache refused a change; the next relist corrects it");
+            tracing::error!(
+                error = %kcache_reflector::ErrorChain(&e),
+                "the cache refused a change; the next relist corrects it"
+            );
             ProcessError::failed(e)
         })
     }

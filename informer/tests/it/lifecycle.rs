@@ -569,3 +569,48 @@ async fn the_builders_error_hooks_hear_their_own_failures() {
     cancel.cancel();
     run.await.unwrap().unwrap();
 }
+
+/// client-go 1.36's batch processing: the writes the cache refuses (an index function fails on
+/// one object) are left out of the cache and never reach the handlers, the others do, and the
+/// failure is logged with its cause. Whether the three adds are popped as one batch (one
+/// transaction) or one by one, what the cache and the handlers see is the same.
+#[tokio::test(flavor = "current_thread")]
+async fn writes_the_cache_refuses_reach_no_handler_and_are_logged() {
+    let (logs, _guard) = kcache_testing::LogCapture::capture();
+    let (fake, inf) = informer_of(Duration::ZERO, |b| {
+        b.indexers(
+            kcache_store::Indexers::new().with("refuses-bad", |o: &DynamicObject| {
+                if o.metadata.name.as_deref() == Some("bad") {
+                    return Err("bad is not indexable".into());
+                }
+                Ok(Vec::new())
+            }),
+        )
+    });
+    let recorder = Recorder::default();
+    let registration = inf.add_event_handler(recorder.clone()).unwrap();
+    let (cancel, run) = start(&inf);
+    assert!(registration.synced().await);
+    fake.add(pod("ns", "a"));
+    fake.add(pod("ns", "bad"));
+    fake.add(pod("ns", "c"));
+    recorder
+        .wait("the adds of a and c", |log| log.len() == 2)
+        .await;
+    let keys: Vec<_> = recorder
+        .events()
+        .iter()
+        .map(|s| s.key().to_owned())
+        .collect();
+    assert_eq!(keys, ["ns/a", "ns/c"]);
+    assert!(inf.indexer().get_by_key("ns/bad").is_none());
+    let refused: Vec<_> = logs
+        .all()
+        .into_iter()
+        .filter(|l| l.contains("the cache refused a change"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].contains("bad is not indexable"), "{refused:?}");
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+}
