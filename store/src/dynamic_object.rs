@@ -83,6 +83,16 @@ impl Object for DynamicObject {
     fn generation(&self) -> Option<i64> {
         self.metadata.generation
     }
+    /// Read from the untyped part of the metadata; entries that do not parse are left out.
+    fn owner_references(&self) -> Vec<crate::OwnerReference> {
+        match self.metadata.other.get("ownerReferences") {
+            Some(serde_json::Value::Array(refs)) => refs
+                .iter()
+                .filter_map(|r| crate::OwnerReference::deserialize(r).ok())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for DynamicObject {

@@ -57,6 +57,12 @@ pub trait Object: Send + Sync + 'static {
     fn generation(&self) -> Option<i64> {
         None
     }
+    /// `metadata.ownerReferences`: the objects that own this one. Read on demand (a
+    /// controller maps an owned object's events to its owners with it), so it returns owned
+    /// values; empty by default.
+    fn owner_references(&self) -> Vec<crate::OwnerReference> {
+        Vec::new()
+    }
     /// The object's key, `namespace/name` ([`ObjectKey::of`](crate::ObjectKey::of)). As a
     /// method it reaches through `Arc`s and references: `obj.key()` in a handler.
     fn key(&self) -> crate::ObjectKey {

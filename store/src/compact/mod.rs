@@ -162,6 +162,17 @@ impl<K: 'static> Object for Compact<K> {
     fn generation(&self) -> Option<i64> {
         self.meta.generation
     }
+    /// Read from the compressed JSON on each call (owner references are not kept decoded);
+    /// empty if it does not decompress or the entries do not parse.
+    fn owner_references(&self) -> Vec<crate::OwnerReference> {
+        match self.pointer("/metadata/ownerReferences") {
+            Ok(Some(Value::Array(refs))) => refs
+                .iter()
+                .filter_map(|r| crate::OwnerReference::deserialize(r).ok())
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Deserializes from `serde_json` only (it keeps the object's text): the object is compressed
