@@ -10,6 +10,9 @@
 //! This crate sits above `kcache-store`, `kcache-queue` and `kcache-reflector`, and never
 //! depends on an HTTP client: the backend is whatever `ListerWatcher` you pass in.
 //!
+//! Informers, their reflectors and queues record [metrics] through the `metrics` facade; the
+//! [`metrics`] module lists every one and how to export them.
+//!
 //! # Example: a complete controller
 //!
 //! The handler only enqueues keys; a worker reconciles each key by looking the object up in
@@ -74,6 +77,7 @@ mod factory;
 mod handler;
 mod handler_panic;
 mod listener;
+pub mod metrics;
 mod process;
 mod processor;
 mod read_only;

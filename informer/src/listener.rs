@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use crate::handler::dispatch;
 use crate::handler_panic::{self, KeyOf, PANIC_PAUSE};
+use crate::metrics::HandlerMetrics;
 use crate::sync_signal::SyncSignal;
 use crate::{Error, Event, ResourceEventHandler};
 
@@ -79,6 +80,8 @@ pub(crate) struct Shared<T> {
     exited: AtomicBool,
     /// Notified when the delivery thread exits.
     exit: Notify,
+    /// The handler's buffer-depth gauge (moved with `depth`) and panic counter.
+    metrics: HandlerMetrics,
 }
 
 impl<T> Shared<T> {
@@ -198,8 +201,10 @@ impl<T> Shared<T> {
         }
     }
 
-    /// Bookkeeping once an event has been handed to its consumer.
+    /// Bookkeeping once an event has been handed to its consumer. The gauge moves first, so
+    /// whoever sees the depth (or the sync) move sees the gauge moved.
     pub(crate) fn delivered(&self, initial: bool) {
+        self.metrics.buffer_depth.decrement(1.0);
         self.depth.fetch_sub(1, Ordering::AcqRel);
         if initial && self.outstanding_initial.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.changed.notify_waiters();
@@ -240,7 +245,12 @@ pub(crate) struct Listener<T> {
 }
 
 impl<T: Send + Sync + 'static> Listener<T> {
-    fn shared(informer: Arc<SyncSignal>, pacing: Pacing, threaded: bool) -> Arc<Shared<T>> {
+    fn shared(
+        informer: Arc<SyncSignal>,
+        pacing: Pacing,
+        threaded: bool,
+        metrics: HandlerMetrics,
+    ) -> Arc<Shared<T>> {
         Arc::new(Shared {
             buffer: Mutex::new(Buffer {
                 events: VecDeque::new(),
@@ -259,19 +269,29 @@ impl<T: Send + Sync + 'static> Listener<T> {
             delivery_thread: OnceLock::new(),
             exited: AtomicBool::new(!threaded),
             exit: Notify::new(),
+            metrics,
         })
     }
 
     /// A listener that calls `handler` on a thread of its own; a panic report names the
-    /// object by `key_of`.
+    /// object by `key_of`; its buffer depth and panics go to `metrics`.
     pub(crate) fn with_handler(
         id: u64,
         handler: Arc<dyn ResourceEventHandler<T>>,
         resync: Duration,
         informer: Arc<SyncSignal>,
         key_of: KeyOf<T>,
+        metrics: HandlerMetrics,
     ) -> std::io::Result<Self> {
-        Self::with_handler_paced(id, handler, resync, informer, key_of, Pacing::default())
+        Self::with_handler_paced(
+            id,
+            handler,
+            resync,
+            informer,
+            key_of,
+            Pacing::default(),
+            metrics,
+        )
     }
 
     fn with_handler_paced(
@@ -281,8 +301,9 @@ impl<T: Send + Sync + 'static> Listener<T> {
         informer: Arc<SyncSignal>,
         key_of: KeyOf<T>,
         pacing: Pacing,
+        metrics: HandlerMetrics,
     ) -> std::io::Result<Self> {
-        let shared = Self::shared(informer, pacing, true);
+        let shared = Self::shared(informer, pacing, true, metrics);
         let worker = Arc::clone(&shared);
         let thread = thread::Builder::new()
             .name(format!("kcache-handler-{id}"))
@@ -317,7 +338,7 @@ impl<T: Send + Sync + 'static> Listener<T> {
     ) -> Self {
         Self {
             id,
-            shared: Self::shared(informer, Pacing::default(), false),
+            shared: Self::shared(informer, Pacing::default(), false, HandlerMetrics::noop()),
             sink: Sink::Channel(tx),
             resync: Mutex::new(Resync {
                 requested: resync,
@@ -362,6 +383,7 @@ impl<T: Send + Sync + 'static> Listener<T> {
             return;
         }
         let initial = event.is_initial();
+        self.shared.metrics.buffer_depth.increment(1.0);
         let depth = self.shared.depth.fetch_add(1, Ordering::AcqRel) + 1;
         // The buffer is unbounded so that nobody blocks; say so when a handler falls far behind
         // (at 1024 pending events, then at every doubling).
@@ -385,6 +407,7 @@ impl<T: Send + Sync + 'static> Listener<T> {
                 if buf.closed {
                     // Closed since the check above: nobody will deliver it.
                     drop(buf);
+                    self.shared.metrics.buffer_depth.decrement(1.0);
                     self.shared.depth.fetch_sub(1, Ordering::AcqRel);
                     drop(event);
                     return;
@@ -472,6 +495,7 @@ fn deliver<T: 'static>(
                 Ok(()) => false,
                 Err(payload) => {
                     panics += 1;
+                    shared.metrics.panics.increment(1);
                     let key = key_of(&event);
                     handler_panic::report(handler.name(), &event, key.as_ref(), &*payload, panics);
                     true
@@ -544,6 +568,12 @@ impl<T> Listener<T> {
         buf.closed = true;
         let pending = std::mem::take(&mut buf.events);
         let spent = std::mem::take(&mut buf.spent);
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "a buffer length, exact below 2^53"
+        )]
+        let dropped = pending.len() as f64;
+        self.shared.metrics.buffer_depth.decrement(dropped);
         self.shared.depth.fetch_sub(pending.len(), Ordering::AcqRel);
         drop(buf);
         self.shared.ready.notify_all();
@@ -625,6 +655,7 @@ mod tests {
                 linger,
                 ..Pacing::default()
             },
+            HandlerMetrics::noop(),
         )
         .unwrap();
         (listener, handled)
@@ -724,6 +755,7 @@ mod tests {
                 panic_pause: pause,
                 ..Pacing::default()
             },
+            HandlerMetrics::noop(),
         )
         .unwrap();
         (listener, calls)

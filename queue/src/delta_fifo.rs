@@ -12,6 +12,7 @@ use kcache_store::{
 
 use crate::known_objects::{SharedKnown, share};
 use crate::lifecycle::{Lifecycle, Population};
+use crate::metrics::QueueMetrics;
 use crate::transform::{ArcTransform, on_arcs};
 use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue};
 
@@ -34,6 +35,9 @@ use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue};
 ///   deletions it queued) have been popped *and processed*.
 ///
 /// Unlike client-go, a `replace` with an object whose key cannot be computed changes nothing.
+///
+/// With a [name](DeltaFifoBuilder::name) it records its depth (keys) and the deltas it queues
+/// ([metrics](crate::metrics)).
 ///
 /// The process function runs under the queue's lock, as in client-go: while it runs, no
 /// `replace` can look at the known objects (usually the cache the process function writes), so
@@ -65,6 +69,8 @@ pub struct DeltaFifo<T> {
     known: Option<SharedKnown<T>>,
     emit_replaced: bool,
     transformer: Option<ArcTransform<T>>,
+    name: Option<String>,
+    metrics: QueueMetrics,
 }
 
 struct State<T> {
@@ -114,6 +120,7 @@ pub struct DeltaFifoBuilder<T> {
     known: Option<SharedKnown<T>>,
     emit_replaced: bool,
     transformer: Option<ArcTransform<T>>,
+    name: Option<String>,
 }
 
 impl<T: Object> DeltaFifoBuilder<T> {
@@ -150,8 +157,17 @@ impl<T: Object> DeltaFifoBuilder<T> {
         self
     }
 
-    /// The queue.
+    /// The queue's name: with one (not empty) it records its [metrics](crate::metrics),
+    /// labelled with it; without one it records none (client-go's rule).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into()).filter(|n| !n.is_empty());
+        self
+    }
+
+    /// The queue. Its [metrics](crate::metrics), if it has a name, are registered now, with
+    /// the recorder in place.
     pub fn build(self) -> DeltaFifo<T> {
+        let metrics = QueueMetrics::new(self.name.as_deref());
         DeltaFifo {
             state: Mutex::new(State {
                 items: HashMap::new(),
@@ -164,6 +180,8 @@ impl<T: Object> DeltaFifoBuilder<T> {
             known: self.known,
             emit_replaced: self.emit_replaced,
             transformer: self.transformer,
+            name: self.name,
+            metrics,
         }
     }
 }
@@ -171,6 +189,7 @@ impl<T: Object> DeltaFifoBuilder<T> {
 impl<T> fmt::Debug for DeltaFifoBuilder<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeltaFifoBuilder")
+            .field("name", &self.name)
             .field("known_objects", &self.known.is_some())
             .field("emit_delta_type_replaced", &self.emit_replaced)
             .field("transformer", &self.transformer.is_some())
@@ -198,7 +217,13 @@ impl<T: Object> DeltaFifo<T> {
             known: None,
             emit_replaced: false,
             transformer: None,
+            name: None,
         }
+    }
+
+    /// The queue's name, which labels its [metrics](crate::metrics) (`None`: it records none).
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 
     /// The deltas queued for `key`, oldest first (a copy of `Arc`s), or `None` if the key is not
@@ -243,6 +268,7 @@ impl<T: Object> DeltaFifo<T> {
                     Delta::Updated(obj)
                 },
             );
+            self.metrics.queued(1, st.queue.len());
             self.life.update_synced(&st.population);
         }
         self.life.wake();
@@ -260,6 +286,7 @@ impl<T: Object> DeltaFifo<T> {
             let Some(deltas) = st.items.remove(&key) else {
                 continue;
             };
+            self.metrics.depth(st.queue.len());
             let in_initial = !self.life.has_synced();
             let result = process(Deltas::new(deltas, in_initial));
             return Some(match result {
@@ -279,6 +306,7 @@ impl<T: Object> DeltaFifo<T> {
                     if !deltas.is_empty() && !st.items.contains_key(&key) {
                         st.queue.push_back(key.clone());
                         st.items.insert(key, deltas);
+                        self.metrics.depth(st.queue.len());
                     }
                     source.map_or(Ok(()), |e| Err(PopError::Process(e)))
                 }
@@ -313,6 +341,7 @@ impl<T: Object> kcache_store::Store<T> for DeltaFifo<T> {
         let obj = self.transform(obj);
         Self::record_rv(&mut st, &obj);
         st.enqueue(key, Delta::Deleted(ObjectOrTombstone::Object(obj)));
+        self.metrics.queued(1, st.queue.len());
         drop(st);
         self.life.wake();
         Ok(())
@@ -341,6 +370,7 @@ impl<T: Object> kcache_store::Store<T> for DeltaFifo<T> {
                 obj: last,
             })),
         );
+        self.metrics.queued(1, st.queue.len());
         drop(st);
         self.life.wake();
         Ok(())
@@ -437,6 +467,8 @@ impl<T: Object> kcache_store::Store<T> for DeltaFifo<T> {
                 );
             }
         }
+        self.metrics
+            .queued(listed.len() + deletions, st.queue.len());
         st.population.replaced(listed.len() + deletions);
         st.last_rv = Some(resource_version.to_owned());
         self.life.update_synced(&st.population);
@@ -450,7 +482,7 @@ impl<T: Object> kcache_store::Store<T> for DeltaFifo<T> {
             return Ok(());
         };
         let mut st = self.lock();
-        let mut queued_any = false;
+        let mut queued = 0;
         for key in known.known_keys() {
             // A queued delta is newer than the cache: re-delivering the cached copy would race it.
             if st.items.contains_key(&key) {
@@ -458,11 +490,14 @@ impl<T: Object> kcache_store::Store<T> for DeltaFifo<T> {
             }
             if let Some(obj) = known.known_object(key.as_str()) {
                 st.enqueue(key, Delta::Sync(obj));
-                queued_any = true;
+                queued += 1;
             }
         }
+        if queued > 0 {
+            self.metrics.queued(queued, st.queue.len());
+        }
         drop(st);
-        if queued_any {
+        if queued > 0 {
             self.life.wake();
         }
         Ok(())
@@ -510,6 +545,7 @@ impl<T> fmt::Debug for DeltaFifo<T> {
         // `try_lock`: Debug may be called from a process function, under the lock.
         let len = self.state.try_lock().ok().map(|st| st.queue.len());
         f.debug_struct("DeltaFifo")
+            .field("name", &self.name)
             .field("len", &len)
             .field("known_objects", &self.known.is_some())
             .field("emit_delta_type_replaced", &self.emit_replaced)

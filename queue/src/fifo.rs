@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use kcache_store::{KeyFunc, Object, ObjectKey, default_key_func};
 
 use crate::lifecycle::{Lifecycle, Population};
+use crate::metrics::QueueMetrics;
 use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue};
 
 /// client-go's `FIFO`: only the latest object of each key is kept, and keys pop in the order
@@ -14,7 +15,9 @@ use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue};
 ///
 /// Each pop hands over one delta with the latest object; its type is that of the latest write
 /// (`Added`, `Updated`, or `Replaced` for a `replace`). `delete` forgets a queued key; `replace`
-/// swaps the whole content for the list, in list order; `resync` does nothing.
+/// swaps the whole content for the list, in list order; `resync` does nothing. With a
+/// [name](FifoBuilder::name) it records its depth (keys) and the writes it queues
+/// ([metrics](crate::metrics)).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -41,6 +44,57 @@ pub struct Fifo<T> {
     state: Mutex<State<T>>,
     life: Lifecycle,
     key_func: KeyFunc<T>,
+    name: Option<String>,
+    metrics: QueueMetrics,
+}
+
+/// Builds a [`Fifo`]: its key function and name.
+#[must_use]
+pub struct FifoBuilder<T> {
+    key_func: KeyFunc<T>,
+    name: Option<String>,
+}
+
+impl<T: Object> FifoBuilder<T> {
+    /// The key function (default: `namespace/name`).
+    pub fn key_func(mut self, key_func: KeyFunc<T>) -> Self {
+        self.key_func = key_func;
+        self
+    }
+
+    /// The queue's name: with one (not empty) it records its [metrics](crate::metrics),
+    /// labelled with it; without one it records none (client-go's rule).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into()).filter(|n| !n.is_empty());
+        self
+    }
+
+    /// The queue. Its [metrics](crate::metrics), if it has a name, are registered now, with
+    /// the recorder in place.
+    pub fn build(self) -> Fifo<T> {
+        let metrics = QueueMetrics::new(self.name.as_deref());
+        Fifo {
+            state: Mutex::new(State {
+                items: HashMap::new(),
+                queue: VecDeque::new(),
+                next_seq: 0,
+                population: Population::default(),
+                last_rv: None,
+            }),
+            life: Lifecycle::new(),
+            key_func: self.key_func,
+            name: self.name,
+            metrics,
+        }
+    }
+}
+
+impl<T> fmt::Debug for FifoBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FifoBuilder")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 struct State<T> {
@@ -102,17 +156,20 @@ impl<T: Object> Fifo<T> {
     /// A queue with a custom key function.
     #[must_use]
     pub fn with_key_func(key_func: KeyFunc<T>) -> Self {
-        Self {
-            state: Mutex::new(State {
-                items: HashMap::new(),
-                queue: VecDeque::new(),
-                next_seq: 0,
-                population: Population::default(),
-                last_rv: None,
-            }),
-            life: Lifecycle::new(),
-            key_func,
+        Self::builder().key_func(key_func).build()
+    }
+
+    /// A builder for the other options (the key function, a name).
+    pub fn builder() -> FifoBuilder<T> {
+        FifoBuilder {
+            key_func: default_key_func(),
+            name: None,
         }
+    }
+
+    /// The queue's name, which labels its [metrics](crate::metrics) (`None`: it records none).
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 
     fn lock(&self) -> MutexGuard<'_, State<T>> {
@@ -138,6 +195,7 @@ impl<T: Object> Fifo<T> {
                 Delta::Updated(obj)
             },
         );
+        self.metrics.queued(1, st.items.len());
         self.life.update_synced(&st.population);
         drop(st);
         self.life.wake();
@@ -156,6 +214,7 @@ impl<T: Object> Fifo<T> {
             let Some((_, delta)) = st.items.remove(&key) else {
                 continue;
             };
+            self.metrics.depth(st.items.len());
             let in_initial = !self.life.has_synced();
             let result = process(Deltas::new(vec![delta], in_initial));
             return Some(match result {
@@ -174,6 +233,7 @@ impl<T: Object> Fifo<T> {
                         && let Some(delta) = deltas.into_vec().pop()
                     {
                         st.put(key, delta);
+                        self.metrics.depth(st.items.len());
                     }
                     source.map_or(Ok(()), |e| Err(PopError::Process(e)))
                 }
@@ -196,6 +256,7 @@ impl<T: Object> kcache_store::Store<T> for Fifo<T> {
         let mut st = self.lock();
         st.population.mark_populated();
         st.items.remove(&key);
+        self.metrics.depth(st.items.len());
         st.compact();
         self.life.update_synced(&st.population);
         Ok(())
@@ -233,6 +294,7 @@ impl<T: Object> kcache_store::Store<T> for Fifo<T> {
             st.put(key, Delta::Replaced(obj));
         }
         let distinct = st.items.len();
+        self.metrics.queued(distinct, distinct);
         st.population.replaced(distinct);
         st.last_rv = Some(resource_version.to_owned());
         self.life.update_synced(&st.population);
@@ -283,6 +345,7 @@ impl<T> fmt::Debug for Fifo<T> {
         // `try_lock`: Debug may be called from a process function, under the lock.
         let len = self.state.try_lock().ok().map(|st| st.items.len());
         f.debug_struct("Fifo")
+            .field("name", &self.name)
             .field("len", &len)
             .field("closed", &self.life.is_closed())
             .field("synced", &self.life.has_synced())

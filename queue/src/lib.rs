@@ -12,6 +12,10 @@
 //!   known objects, delete dedup and resync rules.
 //! - [`Fifo`]: the latest object per key.
 //!
+//! A queue given a name (`.name("pods")` on its builder) records its depth and the deltas it
+//! queues as [metrics], through the `metrics` facade; without a name it records
+//! none.
+//!
 //! # Example
 //!
 //! ```
@@ -93,6 +97,7 @@ mod error;
 mod fifo;
 mod known_objects;
 mod lifecycle;
+pub mod metrics;
 mod queue;
 mod real_fifo;
 mod transform;
@@ -100,7 +105,7 @@ mod transform;
 pub use self::delta::{Delta, DeltaType, Deltas};
 pub use self::delta_fifo::{DeltaFifo, DeltaFifoBuilder};
 pub use self::error::{PopError, ProcessError};
-pub use self::fifo::Fifo;
+pub use self::fifo::{Fifo, FifoBuilder};
 pub use self::queue::{PopFuture, ProcessFn, Queue};
 pub use self::real_fifo::{RealFifo, RealFifoBuilder};
 pub use kcache_store::TransformFn;

@@ -12,6 +12,7 @@ use kcache_store::{
 
 use crate::known_objects::{SharedKnown, share};
 use crate::lifecycle::{Lifecycle, Population};
+use crate::metrics::QueueMetrics;
 use crate::transform::{ArcTransform, on_arcs};
 use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue};
 
@@ -29,6 +30,8 @@ use crate::{Delta, Deltas, PopError, PopFuture, ProcessError, ProcessFn, Queue};
 ///   client-go's `PopBatch`; an atomic delta is always popped alone.
 /// - [`has_synced`](Queue::has_synced) turns true once every delta queued up to and including
 ///   the first `ReplacedAll` has been processed.
+/// - With a [name](RealFifoBuilder::name) it records its depth and the deltas it queues
+///   ([metrics](crate::metrics)).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -65,6 +68,8 @@ pub struct RealFifo<T> {
     transformer: Option<ArcTransform<T>>,
     /// The seed of [`Queued::key_hash`], random per queue.
     seed: u64,
+    name: Option<String>,
+    metrics: QueueMetrics,
 }
 
 struct State<T> {
@@ -181,6 +186,7 @@ pub struct RealFifoBuilder<T> {
     key_func: KeyFunc<T>,
     known: Option<SharedKnown<T>>,
     transformer: Option<ArcTransform<T>>,
+    name: Option<String>,
 }
 
 impl<T: Object> RealFifoBuilder<T> {
@@ -208,8 +214,17 @@ impl<T: Object> RealFifoBuilder<T> {
         self
     }
 
-    /// The queue.
+    /// The queue's name: with one (not empty) it records its [metrics](crate::metrics),
+    /// labelled with it; without one it records none (client-go's rule).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into()).filter(|n| !n.is_empty());
+        self
+    }
+
+    /// The queue. Its [metrics](crate::metrics), if it has a name, are registered now, with
+    /// the recorder in place.
     pub fn build(self) -> RealFifo<T> {
+        let metrics = QueueMetrics::new(self.name.as_deref());
         RealFifo {
             state: Mutex::new(State {
                 items: VecDeque::new(),
@@ -222,6 +237,8 @@ impl<T: Object> RealFifoBuilder<T> {
             known: self.known,
             transformer: self.transformer,
             seed: RandomState::new().hash_one(0x6b63_6163_6865_u64),
+            name: self.name,
+            metrics,
         }
     }
 }
@@ -229,6 +246,7 @@ impl<T: Object> RealFifoBuilder<T> {
 impl<T> fmt::Debug for RealFifoBuilder<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RealFifoBuilder")
+            .field("name", &self.name)
             .field("known_objects", &self.known.is_some())
             .field("transformer", &self.transformer.is_some())
             .finish_non_exhaustive()
@@ -254,7 +272,13 @@ impl<T: Object> RealFifo<T> {
             key_func: default_key_func(),
             known: None,
             transformer: None,
+            name: None,
         }
+    }
+
+    /// The queue's name, which labels its [metrics](crate::metrics) (`None`: it records none).
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 
     /// A copy (of `Arc`s) of every queued delta, oldest first.
@@ -305,6 +329,7 @@ impl<T: Object> RealFifo<T> {
             key_hash: Some(key_hash),
             delta: make(obj),
         });
+        self.metrics.queued(1, st.items.len());
         self.life.update_synced(&st.population);
         drop(st);
         self.life.wake();
@@ -329,6 +354,7 @@ impl<T: Object> RealFifo<T> {
             return self.life.is_closed().then_some(Err(PopError::Closed));
         }
         let mut batch: Vec<Delta<T>> = st.items.drain(..n).map(|q| q.delta).collect();
+        self.metrics.depth(st.items.len());
         if let [single] = batch.as_mut_slice() {
             self.fill(single);
         }
@@ -350,6 +376,7 @@ impl<T: Object> RealFifo<T> {
                 for d in deltas.into_vec().into_iter().rev() {
                     st.items.push_front(self.keyed(d));
                 }
+                self.metrics.depth(st.items.len());
                 source.map_or(Ok(()), |e| Err(PopError::Process(e)))
             }
         })
@@ -413,6 +440,7 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
                 obj: Some(last),
             })),
         });
+        self.metrics.queued(1, st.items.len());
         self.life.update_synced(&st.population);
         drop(st);
         self.life.wake();
@@ -481,6 +509,7 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
             },
         });
         let queued = st.items.len();
+        self.metrics.queued(1, queued);
         st.population.replaced(queued);
         st.last_rv = Some(resource_version.to_owned());
         self.life.update_synced(&st.population);
@@ -490,12 +519,15 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
     }
 
     fn resync(&self) -> kcache_store::Result<()> {
-        self.lock().items.push_back(Queued {
+        let mut st = self.lock();
+        st.items.push_back(Queued {
             key_hash: None,
             delta: Delta::SyncAll {
                 objects: Vec::new(),
             },
         });
+        self.metrics.queued(1, st.items.len());
+        drop(st);
         self.life.wake();
         Ok(())
     }
@@ -508,6 +540,7 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
                 resource_version: resource_version.to_owned(),
             },
         });
+        self.metrics.queued(1, st.items.len());
         st.last_rv = Some(resource_version.to_owned());
         drop(st);
         self.life.wake();
@@ -569,6 +602,7 @@ impl<T> fmt::Debug for RealFifo<T> {
         // `try_lock`: Debug may be called from a process function, under the lock.
         let len = self.state.try_lock().ok().map(|st| st.items.len());
         f.debug_struct("RealFifo")
+            .field("name", &self.name)
             .field("len", &len)
             .field("known_objects", &self.known.is_some())
             .field("closed", &self.life.is_closed())

@@ -9,6 +9,10 @@
 //! No tokio runtime is needed here: [`Reflector::run`] is a future the caller polls, stopped by a
 //! `CancellationToken`.
 //!
+//! A reflector records [metrics] (lists, relists, watches, errors, events, the
+//! last resource version) through the `metrics` facade, labelled with its name; the
+//! application picks the exporter by installing a recorder.
+//!
 //! # Example
 //!
 //! ```
@@ -55,6 +59,7 @@ mod decode_error;
 mod error;
 mod error_chain;
 mod lister_watcher;
+pub mod metrics;
 mod object_list;
 mod options;
 pub mod reason;

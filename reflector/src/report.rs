@@ -1,6 +1,7 @@
 //! How a reflector tells of failures: a WARN line with the whole cause chain (at most
 //! [`LOG_BURST`] per [`LOG_WINDOW`], the rest counted and summed up in the next line), the error
-//! hooks, undecodable objects reported once per version, and the counters.
+//! hooks, undecodable objects reported once per version, and the counters (plain atomics for
+//! the reflector's accessors, and the [`metrics`](crate::metrics) handles).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,6 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use kcache_store::ObjectKey;
+use metrics::Counter;
 use tokio::time::Instant;
 
 use crate::{DecodeError, Error, ErrorChain};
@@ -66,12 +68,20 @@ pub(crate) struct Reporter {
     state: Mutex<State>,
     errors: AtomicU64,
     decode_errors: AtomicU64,
+    /// [`WATCH_ERRORS_TOTAL`](crate::metrics::WATCH_ERRORS_TOTAL).
+    errors_metric: Counter,
+    /// [`DECODE_ERRORS_TOTAL`](crate::metrics::DECODE_ERRORS_TOTAL).
+    decode_errors_metric: Counter,
 }
 
 impl Reporter {
+    /// A reporter telling the hooks, counting into `errors_metric` and `decode_errors_metric`
+    /// too.
     pub(crate) fn new(
         watch_error_hook: Option<ErrorHook>,
         decode_error_hook: Option<ErrorHook>,
+        errors_metric: Counter,
+        decode_errors_metric: Counter,
     ) -> Self {
         Self {
             watch_error_hook,
@@ -79,6 +89,8 @@ impl Reporter {
             state: Mutex::new(State::default()),
             errors: AtomicU64::new(0),
             decode_errors: AtomicU64::new(0),
+            errors_metric,
+            decode_errors_metric,
         }
     }
 
@@ -94,6 +106,7 @@ impl Reporter {
         let already_reported = matches!(e, Error::Decode(_));
         if !already_reported {
             self.errors.fetch_add(1, Ordering::Relaxed);
+            self.errors_metric.increment(1);
         }
         let allowed = self.state().errors.allow(Instant::now());
         if let Some(suppressed) = allowed {
@@ -134,6 +147,7 @@ impl Reporter {
             st.decode.allow(now)
         };
         self.decode_errors.fetch_add(1, Ordering::Relaxed);
+        self.decode_errors_metric.increment(1);
         if let Some(suppressed) = allowed {
             if suppressed > 0 {
                 tracing::warn!(error = %d, suppressed, "leaving an undecodable object out of the cache");
@@ -188,6 +202,8 @@ mod tests {
             Some(Arc::new(move |e: &Error| {
                 s.lock().unwrap().push(e.to_string());
             })),
+            Counter::noop(),
+            Counter::noop(),
         );
         let d = |rv: &str| {
             DecodeError::new("list item 0", "bad").with_object(Some(crate::ObjectRef::new(

@@ -32,7 +32,8 @@ use super::{QueueKind, RunMode, SharedIndexInformer};
 ///     }))
 ///     .queue(QueueKind::DeltaFifo)
 ///     .transform(strip_managed_fields)
-///     .reflector_options(|r| r.name("widgets").page_size(500))
+///     .name("widgets")
+///     .reflector_options(|r| r.page_size(500))
 ///     .on_watch_error(|e| eprintln!("list/watch failed: {e}"))
 ///     .build();
 /// assert!(!informer.has_synced());
@@ -40,6 +41,7 @@ use super::{QueueKind, RunMode, SharedIndexInformer};
 #[must_use = "an informer builder does nothing until `build`"]
 pub struct InformerBuilder<T: Object> {
     pub(super) lw: Arc<dyn ListerWatcher<T>>,
+    pub(super) name: Option<String>,
     pub(super) resync: Duration,
     pub(super) indexers: Indexers<T>,
     pub(super) namespace_index: bool,
@@ -57,6 +59,7 @@ impl<T: Object> InformerBuilder<T> {
     pub(super) fn new(lw: Arc<dyn ListerWatcher<T>>) -> Self {
         Self {
             lw,
+            name: None,
             resync: Duration::ZERO,
             indexers: Indexers::new(),
             namespace_index: true,
@@ -69,6 +72,17 @@ impl<T: Object> InformerBuilder<T> {
             decode_error_hook: None,
             run_mode: RunMode::default(),
         }
+    }
+
+    /// The informer's name: the `name` label of its [metrics](crate::metrics), and the name of
+    /// its reflector (the `resource` of its log span `reflector{resource=...}`) and of its
+    /// queue. Default: what the lister-watcher serves
+    /// ([`ListerWatcher::resource`](kcache_reflector::ListerWatcher::resource), e.g. `pods`),
+    /// else `informer`. A name given to the reflector through
+    /// [`reflector_options`](Self::reflector_options) renames the reflector alone.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into()).filter(|n| !n.is_empty());
+        self
     }
 
     /// How often handlers are resynced unless they ask for another period (zero, the default:
@@ -122,9 +136,9 @@ impl<T: Object> InformerBuilder<T> {
         self
     }
 
-    /// Adjusts the reflector the informer builds: name, page size, streaming lists, backoff,
-    /// idle timeout (see [`ReflectorBuilder`]). Applied last, so it overrides the settings
-    /// above.
+    /// Adjusts the reflector the informer builds: page size, streaming lists, backoff, idle
+    /// timeout (see [`ReflectorBuilder`]). Applied last, so it overrides the settings above
+    /// (the reflector's name too; [`name`](Self::name) names the whole informer).
     pub fn reflector_options(
         mut self,
         f: impl FnOnce(ReflectorBuilder<T>) -> ReflectorBuilder<T> + Send + 'static,
@@ -169,6 +183,7 @@ impl<T: Object> InformerBuilder<T> {
 impl<T: Object> fmt::Debug for InformerBuilder<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InformerBuilder")
+            .field("name", &self.name)
             .field("resync", &self.resync)
             .field("namespace_index", &self.namespace_index)
             .field("queue", &self.queue)

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use crate::handler_panic::object_key;
 use crate::listener::Listener;
+use crate::metrics::HandlerMetrics;
 use crate::processor::{MINIMUM_RESYNC_PERIOD, determine_resync_period};
 use crate::sync_signal::SyncSignal;
 use crate::{Error, Event, EventStream, Registration, ResourceEventHandler, Result};
@@ -43,8 +44,9 @@ impl<T: Object> SharedIndexInformer<T> {
         resync: Duration,
     ) -> Result<Registration<T>> {
         let handler: Arc<dyn ResourceEventHandler<T>> = Arc::new(handler);
+        let metrics = HandlerMetrics::new(&self.inner.name, handler.name());
         self.register(resync, |id, synced| {
-            Listener::with_handler(id, handler, resync, synced, object_key::<T>)
+            Listener::with_handler(id, handler, resync, synced, object_key::<T>, metrics)
                 .map_err(Error::Thread)
         })
     }

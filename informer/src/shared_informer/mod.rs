@@ -2,13 +2,14 @@
 
 use std::fmt;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use kcache_reflector::{ErrorHook, ListOptions, ListerWatcher};
 use kcache_store::{Cache, Indexers, KeyFunc, Lister, Object, TransformFn};
 
 use crate::controller::{Controller, ReflectorOptionsFn};
+use crate::metrics::InformerMetrics;
 use crate::processor::Processor;
 use crate::sync_signal::SyncSignal;
 use crate::{Error, ReadOnlyIndexer, Result};
@@ -52,6 +53,8 @@ struct Settings<T: Object> {
 }
 
 struct Inner<T: Object> {
+    /// The informer's name: its metrics' `name` label, its reflector's and queue's name.
+    name: String,
     lw: Arc<dyn ListerWatcher<T>>,
     indexer: Arc<Cache<T>>,
     processor: Processor<T>,
@@ -61,6 +64,8 @@ struct Inner<T: Object> {
     /// sees every object exactly once: in its replay or as a later event.
     block_deltas: Mutex<()>,
     next_id: AtomicU64,
+    /// The informer's own metrics, registered when it starts.
+    metrics: OnceLock<InformerMetrics>,
 }
 
 /// One list/watch of a resource shared by many handlers, with an indexed cache
@@ -86,6 +91,9 @@ struct Inner<T: Object> {
 /// - [`subscribe`](Self::subscribe) gives the same events as a `Stream`.
 /// - Resync periods per handler follow client-go: at least one second, at least the informer's
 ///   check period, and never when the informer was built with a resync period of zero.
+/// - It records [metrics](crate::metrics) labelled with its [name](Self::name): its
+///   reflector's and queue's, the size of its cache, the events distributed, and each
+///   handler's buffer depth and panics.
 ///
 /// Cloning is cheap and shares the informer.
 pub struct SharedIndexInformer<T: Object> {
@@ -108,8 +116,13 @@ impl<T: Object> SharedIndexInformer<T> {
             Some(key_func) => Cache::with_key_func(Arc::clone(key_func), indexers),
             None => Cache::with_indexers(indexers),
         };
+        let name = b
+            .name
+            .or_else(|| b.lw.resource())
+            .unwrap_or_else(|| "informer".to_owned());
         Self {
             inner: Arc::new(Inner {
+                name,
                 lw: b.lw,
                 indexer: Arc::new(cache),
                 processor: Processor::new(),
@@ -131,8 +144,15 @@ impl<T: Object> SharedIndexInformer<T> {
                 }),
                 block_deltas: Mutex::new(()),
                 next_id: AtomicU64::new(1),
+                metrics: OnceLock::new(),
             }),
         }
+    }
+
+    /// The informer's name ([`InformerBuilder::name`]): the `name` label of its
+    /// [metrics](crate::metrics).
+    pub fn name(&self) -> &str {
+        &self.inner.name
     }
 
     fn settings(&self) -> std::sync::MutexGuard<'_, Settings<T>> {
@@ -225,6 +245,7 @@ impl<T: Object> Clone for SharedIndexInformer<T> {
 impl<T: Object> fmt::Debug for SharedIndexInformer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedIndexInformer")
+            .field("name", &self.inner.name)
             .field("synced", &self.inner.sync.is_synced())
             .finish_non_exhaustive()
     }

@@ -9,8 +9,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::controller::{Controller, ControllerConfig};
+use crate::metrics::{EventCounts, InformerMetrics};
 use crate::process::process_deltas;
-use crate::{Error, Result};
+use crate::{Error, Event, Result};
 
 use super::{Inner, QueueKind, SharedIndexInformer};
 
@@ -130,10 +131,12 @@ impl<T: Object> SharedIndexInformer<T> {
                 return Err(Error::Stopped);
             }
             s.started = true;
+            let name = self.inner.name.clone();
+            let _ = self.inner.metrics.set(InformerMetrics::new(&name));
             let known = Arc::clone(&self.inner.indexer);
             let queue: Arc<dyn Queue<T>> = match s.queue {
                 QueueKind::RealFifo => {
-                    let mut b = RealFifo::builder().known_objects(known);
+                    let mut b = RealFifo::builder().known_objects(known).name(name.clone());
                     if let Some(f) = s.key_func.clone() {
                         b = b.key_func(f);
                     }
@@ -142,7 +145,8 @@ impl<T: Object> SharedIndexInformer<T> {
                 QueueKind::DeltaFifo => {
                     let mut b = DeltaFifo::builder()
                         .known_objects(known)
-                        .emit_delta_type_replaced(true);
+                        .emit_delta_type_replaced(true)
+                        .name(name.clone());
                     if let Some(f) = s.key_func.clone() {
                         b = b.key_func(f);
                     }
@@ -166,7 +170,15 @@ impl<T: Object> SharedIndexInformer<T> {
             config.decode_error_hook.clone_from(&s.decode_error_hook);
             config.transform.clone_from(&s.transform);
             config.list_options = s.list_options.clone();
-            config.reflector_options = s.reflector_options.take();
+            // The informer's name first; the user's options may still rename the reflector.
+            let user_options = s.reflector_options.take();
+            config.reflector_options = Some(Box::new(move |b| {
+                let b = b.name(name);
+                match user_options {
+                    Some(f) => f(b),
+                    None => b,
+                }
+            }));
             let weak = Arc::downgrade(&self.inner);
             config.after_batch = Some(Arc::new(move || {
                 if let Some(inner) = weak.upgrade() {
@@ -191,15 +203,25 @@ impl<T: Object> SharedIndexInformer<T> {
 }
 
 impl<T: Object> Inner<T> {
-    /// client-go's `HandleDeltas`: update the cache, fan the events out.
+    /// client-go's `HandleDeltas`: update the cache, fan the events out; then count them and
+    /// the cache's objects.
     fn handle_deltas(&self, deltas: Deltas<T>) -> Result<(), ProcessError<T>> {
         let _block = self
             .block_deltas
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let mut counts = EventCounts::default();
         let result = process_deltas(&*self.indexer, deltas, |event, sync| {
+            match &event {
+                Event::Add { .. } => counts.added += 1,
+                Event::Update { .. } => counts.updated += 1,
+                Event::Delete(_) => counts.deleted += 1,
+            }
             self.processor.distribute(&event, sync);
         });
+        if let Some(metrics) = self.metrics.get() {
+            metrics.processed(counts, kcache_store::Store::len(&*self.indexer));
+        }
         result.map_err(|e| {
             tracing::error!(
                 error = %kcache_reflector::ErrorChain(&e),

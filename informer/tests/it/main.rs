@@ -7,6 +7,7 @@
 mod controller;
 mod disconnect;
 mod lifecycle;
+mod metrics;
 mod model;
 mod panics;
 mod resync;

@@ -7,6 +7,7 @@
 mod concurrency;
 mod delta_fifo;
 mod fifo;
+mod metrics;
 mod model;
 mod real_fifo;
 mod send_sync;

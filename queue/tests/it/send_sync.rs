@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use kcache_queue::{
-    Delta, DeltaFifo, DeltaFifoBuilder, Deltas, Fifo, PopError, ProcessError, Queue, RealFifo,
-    RealFifoBuilder,
+    Delta, DeltaFifo, DeltaFifoBuilder, Deltas, Fifo, FifoBuilder, PopError, ProcessError, Queue,
+    RealFifo, RealFifoBuilder,
 };
 use kcache_store::DynamicObject;
 
@@ -19,6 +19,7 @@ fn public_types_are_send_sync() {
     send_sync::<RealFifo<DynamicObject>>();
     send_sync::<DeltaFifoBuilder<DynamicObject>>();
     send_sync::<RealFifoBuilder<DynamicObject>>();
+    send_sync::<FifoBuilder<DynamicObject>>();
     send_sync::<Delta<DynamicObject>>();
     send_sync::<Deltas<DynamicObject>>();
     send_sync::<ProcessError<DynamicObject>>();

@@ -10,6 +10,7 @@ use super::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_PAGES, DEFAULT_WATCH_LIST_ATTEMPTS, MIN_WATCH_TIMEOUT,
     Reflector, ShouldResyncFn, State, TransformFn,
 };
+use crate::metrics::ReflectorMetrics;
 use crate::report::{ErrorHook, Reporter};
 use crate::{Backoff, BackoffConfig, Error, ListOptions, ListerWatcher};
 
@@ -63,9 +64,10 @@ pub struct ReflectorBuilder<T: Object> {
 }
 
 impl<T: Object> ReflectorBuilder<T> {
-    /// The name used in logs and errors: the `resource` of the span `reflector{resource=...}`.
-    /// Default: what the lister-watcher says it serves
-    /// ([`ListerWatcher::resource`]), else `reflector`.
+    /// The name used in logs, errors and metrics: the `resource` of the span
+    /// `reflector{resource=...}` and the `name` label of its [metrics](crate::metrics).
+    /// Default: what the lister-watcher says it serves ([`ListerWatcher::resource`]), else
+    /// `reflector`.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
@@ -182,7 +184,8 @@ impl<T: Object> ReflectorBuilder<T> {
         self
     }
 
-    /// The reflector.
+    /// The reflector. Its [metrics](crate::metrics) are registered now, with the recorder in
+    /// place.
     #[must_use]
     pub fn build(self) -> Reflector<T> {
         let seed = self.seed.unwrap_or_else(|| fastrand::u64(..));
@@ -190,13 +193,20 @@ impl<T: Object> ReflectorBuilder<T> {
             .name
             .or_else(|| self.lw.resource())
             .unwrap_or_else(|| "reflector".to_owned());
+        let metrics = ReflectorMetrics::new(&name);
         Reflector {
             name,
             lw: self.lw,
             store: self.store,
             resync_period: self.resync_period,
             should_resync: self.should_resync,
-            reporter: Reporter::new(self.watch_error_hook, self.decode_error_hook),
+            reporter: Reporter::new(
+                self.watch_error_hook,
+                self.decode_error_hook,
+                metrics.watch_errors.clone(),
+                metrics.decode_errors.clone(),
+            ),
+            metrics,
             page_size: self.page_size,
             max_list_pages: self.max_list_pages,
             use_watch_list: self.use_watch_list,
@@ -208,6 +218,7 @@ impl<T: Object> ReflectorBuilder<T> {
             transform: self.transform,
             state: Mutex::new(State {
                 last_sync_rv: String::new(),
+                filled: false,
                 rv_unavailable: false,
                 paginated_result: false,
                 backoff: Backoff::new(self.backoff, seed),

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use kcache_store::Object;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{DEFAULT_PAGE_SIZE, Reflector, cancellable};
@@ -21,8 +22,22 @@ impl<T: Object> Reflector<T> {
         self.max_list_pages.saturating_mul(page)
     }
 
-    /// Lists into the store. `Ok(false)` when cancelled.
+    /// Lists into the store. `Ok(false)` when cancelled. Counted in the reflector's
+    /// [metrics](crate::metrics): started, failed, and how long a successful one took.
     pub(super) async fn list(&self, cancel: &CancellationToken) -> Result<bool, Error> {
+        let started = Instant::now();
+        self.list_started();
+        let listed = self.list_into_store(cancel).await;
+        match &listed {
+            Ok(true) => self.filled(started),
+            Ok(false) => {}
+            Err(_) => self.metrics.list_errors.increment(1),
+        }
+        listed
+    }
+
+    /// [`list`](Self::list) without its metrics.
+    async fn list_into_store(&self, cancel: &CancellationToken) -> Result<bool, Error> {
         let rv = self.relist_resource_version();
         let page_size = match self.page_size {
             Some(n) => n,

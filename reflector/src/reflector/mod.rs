@@ -23,6 +23,7 @@ mod watch;
 
 pub use self::builder::ReflectorBuilder;
 
+use crate::metrics::ReflectorMetrics;
 use crate::report::Reporter;
 use crate::{Backoff, Error, ListOptions, ListerWatcher};
 
@@ -130,6 +131,7 @@ pub struct Reflector<T: Object> {
     resync_period: Option<Duration>,
     should_resync: Option<ShouldResyncFn>,
     reporter: Reporter,
+    metrics: ReflectorMetrics,
     page_size: Option<i64>,
     max_list_pages: usize,
     use_watch_list: bool,
@@ -145,6 +147,8 @@ pub struct Reflector<T: Object> {
 #[derive(Debug)]
 struct State {
     last_sync_rv: String,
+    /// A list (or streaming list) has filled the store once: later lists are relists.
+    filled: bool,
     rv_unavailable: bool,
     paginated_result: bool,
     backoff: Backoff,
@@ -218,7 +222,23 @@ impl<T: Object> Reflector<T> {
         if s.last_sync_rv != rv {
             s.last_sync_rv.clear();
             s.last_sync_rv.push_str(rv);
+            drop(s);
+            self.metrics.synced_to(rv);
         }
+    }
+
+    /// A list (or streaming list) that started at `started` filled the store: its duration is
+    /// recorded, and the lists after it are relists.
+    fn filled(&self, started: Instant) {
+        self.state().filled = true;
+        self.metrics
+            .list_duration
+            .record(started.elapsed().as_secs_f64());
+    }
+
+    /// A list (or streaming-list attempt) starts.
+    fn list_started(&self) {
+        self.metrics.lists.increment(1);
     }
 
     fn set_rv_unavailable(&self, unavailable: bool) {
@@ -326,6 +346,9 @@ impl<T: Object> Reflector<T> {
     /// The list failed, a watch request failed with an error that calls for a relist, or the
     /// store refused a replace.
     pub async fn list_and_watch(&self, cancel: &CancellationToken) -> Result<(), Error> {
+        if self.state().filled {
+            self.metrics.relists.increment(1);
+        }
         let mut stream = None;
         if self.use_watch_list && self.lw.supports_streaming_lists() {
             match self.watch_list(cancel).await {

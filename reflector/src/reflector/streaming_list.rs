@@ -45,6 +45,7 @@ impl<T: Object> Reflector<T> {
                 ..self.options()
             };
             let start = Instant::now();
+            self.list_started();
             let outcome = match cancellable(cancel, self.lw.watch(&opts)).await {
                 None => return Ok(None),
                 Some(Ok(mut stream)) => self
@@ -56,15 +57,20 @@ impl<T: Object> Reflector<T> {
             let e = match outcome {
                 Ok((InitialEvents::Synced(items, rv), stream)) => {
                     self.set_rv_unavailable(false);
-                    self.store
-                        .replace_transformed(items, &rv)
-                        .map_err(Error::Store)?;
+                    if let Err(e) = self.store.replace_transformed(items, &rv) {
+                        self.metrics.list_errors.increment(1);
+                        return Err(Error::Store(e));
+                    }
                     self.set_last_sync_rv(&rv);
+                    self.filled(start);
+                    // The stream goes on as the watch.
+                    self.metrics.watches.increment(1);
                     return Ok(Some(stream));
                 }
                 Ok((InitialEvents::Cancelled, _)) => return Ok(None),
                 Err(e) => e,
             };
+            self.metrics.list_errors.increment(1);
             attempts += 1;
             let gone = e.is_gone() || e.is_too_large_rv();
             let retriable = gone

@@ -118,6 +118,9 @@ impl<T: Object> Reflector<T> {
                 biased;
                 item = stream.next() => {
                     *last_event = Instant::now();
+                    if matches!(item, Some(Ok(_) | Err(Error::Decode(_)))) {
+                        self.metrics.events.increment(1);
+                    }
                     return Next::Item(item);
                 }
                 () = cancel.cancelled() => return Next::Cancelled,
@@ -153,7 +156,10 @@ impl<T: Object> Reflector<T> {
                 };
                 match cancellable(cancel, self.lw.watch(&opts)).await {
                     None => return Ok(()),
-                    Some(Ok(s)) => (s, !rv.is_empty() && rv != "0"),
+                    Some(Ok(s)) => {
+                        self.metrics.watches.increment(1);
+                        (s, !rv.is_empty() && rv != "0")
+                    }
                     Some(Err(e)) if e.is_watch_retriable() => {
                         self.report(&e, "watch request failed; retrying after a backoff");
                         if !sleep_or_cancel(cancel, self.retry_delay(&e)).await {

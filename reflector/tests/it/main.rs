@@ -8,6 +8,7 @@
 mod faults;
 mod hardening;
 mod list;
+mod metrics;
 mod send_sync;
 mod store_contract;
 mod support;

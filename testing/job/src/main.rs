@@ -2,7 +2,9 @@
 //!
 //! By default it starts the embedded fake API server (TLS, HTTP/2) with realistic pods and
 //! churn, caches them with an index and a handler, prints progress every second (objects
-//! cached, events/s, lag, relists) and ends by checking that the cache equals the server.
+//! cached, events/s, lag, relists), ends by checking that the cache equals the server, and
+//! prints the `kcache_*` metrics the informer recorded (through a minimal in-process recorder
+//! for the `metrics` facade, `recorder.rs`).
 //!
 //! ```text
 //! cargo run --release -p kcache-testing-job
@@ -30,6 +32,10 @@ use kcache_testing::workload;
 use kcache_testing_server::Churn;
 use kcache_testing_server::FakeApiServer;
 use tokio_util::sync::CancellationToken;
+
+mod recorder;
+
+use recorder::Collector;
 
 /// Watch Kubernetes objects with a kcache informer and report what it does.
 #[derive(Debug, Parser)]
@@ -160,7 +166,12 @@ type Failure = Box<dyn std::error::Error>;
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
-    if let Err(e) = run(args).await {
+    // Installed first: kcache registers its metrics as informers start and handlers are added.
+    let collector = Arc::new(Collector::default());
+    if metrics::set_global_recorder(Arc::clone(&collector)).is_err() {
+        eprintln!("warning: a metrics recorder was already installed; no metrics are printed");
+    }
+    if let Err(e) = run(args, &collector).await {
         eprintln!("error: {e}");
         let mut source = e.source();
         while let Some(s) = source {
@@ -171,7 +182,7 @@ async fn main() {
     }
 }
 
-async fn run(mut args: Args) -> Result<(), Failure> {
+async fn run(mut args: Args, metrics: &Collector) -> Result<(), Failure> {
     if args.cluster_scoped {
         args.resource = ApiResource::new(
             &args.resource.group,
@@ -196,7 +207,7 @@ async fn run(mut args: Args) -> Result<(), Failure> {
             args.resource.collection_path(args.namespace.as_deref()),
             config.cluster_url
         );
-        return watch(&args, config, None).await;
+        return watch(&args, config, None, metrics).await;
     }
 
     let server = FakeApiServer::builder()
@@ -219,7 +230,7 @@ async fn run(mut args: Args) -> Result<(), Failure> {
         args.churn,
         args.seconds.unwrap_or(10)
     );
-    watch(&args, config, Some(&server)).await
+    watch(&args, config, Some(&server), metrics).await
 }
 
 /// The informer and what is attached to it.
@@ -267,6 +278,7 @@ fn build(args: &Args, config: Config) -> Result<Watched, Failure> {
     );
     let registration = informer.add_event_handler(
         HandlerFuncs::new()
+            .named("count-events")
             .on_added(move |_: &Arc<DynamicObject>, _| {
                 a.added.fetch_add(1, Ordering::Relaxed);
             })
@@ -332,7 +344,12 @@ async fn progress(
     }
 }
 
-async fn watch(args: &Args, config: Config, server: Option<&FakeApiServer>) -> Result<(), Failure> {
+async fn watch(
+    args: &Args,
+    config: Config,
+    server: Option<&FakeApiServer>,
+    metrics: &Collector,
+) -> Result<(), Failure> {
     let w = build(args, config)?;
     let cancel = CancellationToken::new();
     let started = Instant::now();
@@ -384,6 +401,10 @@ async fn watch(args: &Args, config: Config, server: Option<&FakeApiServer>) -> R
     );
     cancel.cancel();
     run.await??;
+    eprintln!("metrics (kcache_informer::metrics lists them):");
+    for line in metrics.lines("kcache_") {
+        eprintln!("  {line}");
+    }
     outcome
 }
 
