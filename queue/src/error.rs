@@ -92,3 +92,15 @@ impl<T: fmt::Debug> std::error::Error for ProcessError<T> {
         }
     }
 }
+
+/// Why [`WorkQueue::try_get`](crate::WorkQueue::try_get) handed out no key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TryGetError {
+    /// No key is waiting now; one may come later (delayed keys may be pending).
+    #[error("no key is waiting")]
+    Empty,
+    /// No key is waiting and the queue is shut down: none will come.
+    #[error("work queue is shut down")]
+    ShutDown,
+}

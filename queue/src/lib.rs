@@ -1,4 +1,5 @@
-//! Queues between a reflector and its consumer: [`Fifo`], [`DeltaFifo`] and [`RealFifo`].
+//! Queues between a reflector and its consumer: [`Fifo`], [`DeltaFifo`] and [`RealFifo`]; and
+//! the controllers' work queue of keys, [`WorkQueue`], with its rate limiters.
 //!
 //! This crate sits above `kcache-store` and below `kcache-informer`. A reflector writes into a
 //! queue through the [`Store`](kcache_store::Store) trait (`add`, `update`, `delete`, `replace`,
@@ -11,6 +12,11 @@
 //! - [`DeltaFifo`]: client-go's classic queue of deltas per key, with tombstones on relist,
 //!   known objects, delete dedup and resync rules.
 //! - [`Fifo`]: the latest object per key.
+//! - [`WorkQueue`]: client-go's rate-limiting work queue (`util/workqueue`), between a
+//!   controller's event handlers and its workers: keys deduped while they wait, never handed to
+//!   two workers at once, delayed ([`WorkQueue::add_after`]) or retried with backoff
+//!   ([`WorkQueue::add_rate_limited`], a [`RateLimiter`] such as [`default_rate_limiter`]), and
+//!   an async, cancel-safe [`WorkQueue::get`] that sleeps until the earliest delay passes.
 //!
 //! A queue given a name (`.name("pods")` on its builder) records its depth and the deltas it
 //! queues as [metrics], through the `metrics` facade; without a name it records
@@ -101,11 +107,16 @@ pub mod metrics;
 mod queue;
 mod real_fifo;
 mod transform;
+mod work_queue;
 
 pub use self::delta::{Delta, DeltaType, Deltas};
 pub use self::delta_fifo::{DeltaFifo, DeltaFifoBuilder};
-pub use self::error::{PopError, ProcessError};
+pub use self::error::{PopError, ProcessError, TryGetError};
 pub use self::fifo::{Fifo, FifoBuilder};
 pub use self::queue::{PopFuture, ProcessFn, Queue};
 pub use self::real_fifo::{RealFifo, RealFifoBuilder};
+pub use self::work_queue::{
+    BucketRateLimiter, ItemExponentialBackoff, ItemFastSlow, MaxOf, RateLimiter, WorkQueue,
+    WorkQueueBuilder, default_rate_limiter,
+};
 pub use kcache_store::TransformFn;

@@ -10,6 +10,10 @@
 //!   `invariants` feature (on by default), `check_delta_fifo_against_model` and friends run a
 //!   random operation sequence (proptest) against a queue and its model; the `*_like` variants
 //!   take your own `Queue` implementation.
+//! - With `invariants`, the work queue's reference model, `WorkQueueModel`, and
+//!   `check_work_queue_against_model`: random interleavings of adds, delays, rate limiting,
+//!   gets by several workers, done, forget, time and shutdown, checked step by step under
+//!   paused tokio time.
 //! - [`wait_until`]: polls a condition with a deadline; [`LogCapture`]: what a test logged.
 //!
 //! The fake API server, the fake proxies and the scripted server (hyper, rustls) are in
@@ -22,6 +26,8 @@ mod log_capture;
 #[cfg(feature = "invariants")]
 mod queue_invariants;
 mod queue_model;
+#[cfg(feature = "invariants")]
+mod work_queue_model;
 
 pub mod generated;
 pub mod workload;
@@ -40,4 +46,8 @@ pub use self::queue_invariants::{
 pub use self::queue_model::{
     DeltaFifoModel, FifoModel, KnownSnapshot, ModelDelta, ModelObject, ModelPop, QueueModel,
     RealFifoModel, known_snapshot,
+};
+#[cfg(feature = "invariants")]
+pub use self::work_queue_model::{
+    WorkQueueModel, WorkQueueOp, check_work_queue_against_model, work_queue_op, work_queue_ops,
 };

@@ -12,3 +12,4 @@ mod model;
 mod real_fifo;
 mod send_sync;
 mod support;
+mod work_queue;

@@ -4,10 +4,12 @@
 use std::sync::Arc;
 
 use kcache_queue::{
-    Delta, DeltaFifo, DeltaFifoBuilder, Deltas, Fifo, FifoBuilder, PopError, ProcessError, Queue,
-    RealFifo, RealFifoBuilder,
+    BucketRateLimiter, Delta, DeltaFifo, DeltaFifoBuilder, Deltas, Fifo, FifoBuilder,
+    ItemExponentialBackoff, ItemFastSlow, MaxOf, PopError, ProcessError, Queue, RateLimiter,
+    RealFifo, RealFifoBuilder, TryGetError, WorkQueue, WorkQueueBuilder,
 };
 use kcache_store::DynamicObject;
+use kcache_store::ObjectKey;
 
 fn send_sync<T: Send + Sync + 'static>() {}
 fn send<T: Send>(_: &T) {}
@@ -25,6 +27,21 @@ fn public_types_are_send_sync() {
     send_sync::<ProcessError<DynamicObject>>();
     send_sync::<PopError>();
     send_sync::<Arc<dyn Queue<DynamicObject>>>();
+    send_sync::<WorkQueue<ObjectKey>>();
+    send_sync::<WorkQueueBuilder<ObjectKey>>();
+    send_sync::<Arc<dyn RateLimiter<ObjectKey>>>();
+    send_sync::<ItemExponentialBackoff<ObjectKey>>();
+    send_sync::<ItemFastSlow<ObjectKey>>();
+    send_sync::<BucketRateLimiter>();
+    send_sync::<MaxOf<ObjectKey>>();
+    send_sync::<TryGetError>();
+}
+
+#[test]
+fn work_queue_futures_are_send() {
+    let q = WorkQueue::<ObjectKey>::new();
+    send(&q.get());
+    send(&q.shut_down_with_drain());
 }
 
 #[test]

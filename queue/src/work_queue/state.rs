@@ -1,0 +1,192 @@
+//! The work queue's state under its lock: client-go's `queue`, `dirty` and `processing`, the
+//! delayed keys, and the shutdown flags. Synchronous; the waking is [`WorkQueue`]'s.
+//!
+//! [`WorkQueue`]: super::WorkQueue
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+
+use tokio::time::Instant;
+
+use super::delayed::Delayed;
+
+/// Invariant (client-go's): every key of `queue` is dirty and not processing, and appears in
+/// `queue` once.
+pub(super) struct State<K> {
+    /// The keys waiting to be handed out, in order.
+    queue: VecDeque<K>,
+    /// client-go's `dirty` and `processing` sets as one map, so each operation hashes its key
+    /// once: every key that is dirty (in `queue`, or added again while processing), processing
+    /// (handed out and not yet done), or both.
+    marks: HashMap<K, Mark>,
+    /// How many keys are processing.
+    processing: usize,
+    /// The keys added with a delay, not yet due.
+    delayed: Delayed<K>,
+    shutting_down: bool,
+    /// Whether a `shut_down_with_drain` is waiting (a later `shut_down` clears it).
+    drain: bool,
+}
+
+/// Whether a key of [`State::marks`] is dirty, processing, or both (never neither).
+#[derive(Clone, Copy)]
+struct Mark {
+    dirty: bool,
+    processing: bool,
+}
+
+/// What a non-blocking get found.
+pub(super) enum Take<K> {
+    /// A key, now processing.
+    Key(K),
+    /// Nothing is waiting and the queue is shutting down.
+    ShutDown,
+    /// Nothing is waiting (yet); the earliest delayed key is due at this instant, if any.
+    Wait(Option<Instant>),
+}
+
+impl<K> State<K> {
+    pub(super) fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub(super) fn is_shutting_down(&self) -> bool {
+        self.shutting_down
+    }
+}
+
+impl<K: Clone + Eq + Hash> State<K> {
+    pub(super) fn new() -> Self {
+        Self {
+            queue: VecDeque::new(),
+            marks: HashMap::new(),
+            processing: 0,
+            delayed: Delayed::new(),
+            shutting_down: false,
+            drain: false,
+        }
+    }
+
+    /// Moves the delayed keys that are due to the queue, earliest first, as client-go's
+    /// waiting loop does when their time comes. Every operation calls this first, so a due key
+    /// is queued before anything the operation does, exactly as if it had been added at its
+    /// deadline. Returns how many keys were pushed to the queue.
+    pub(super) fn promote_due(&mut self) -> usize {
+        if self.delayed.len() == 0 {
+            return 0;
+        }
+        let now = Instant::now();
+        let mut pushed = 0;
+        while let Some((key, copy)) = self.delayed.pop_due(now) {
+            pushed += usize::from(self.insert(key, Some(copy)));
+        }
+        pushed
+    }
+
+    /// client-go's `Add`; returns whether the key was pushed to the queue (and a getter should
+    /// be woken). Ignored while shutting down.
+    pub(super) fn add(&mut self, key: K) -> bool {
+        !self.shutting_down && self.insert(key, None)
+    }
+
+    /// Marks `key` dirty and queues it unless it is processing; a key already dirty is left
+    /// alone without cloning it (the one given is dropped). `spare` is a second copy of the key,
+    /// if the caller has one.
+    fn insert(&mut self, key: K, spare: Option<K>) -> bool {
+        match self.marks.entry(key) {
+            Entry::Occupied(mut e) => {
+                // Processing (and not dirty yet), or dirty already: either way not queued now.
+                e.get_mut().dirty = true;
+                false
+            }
+            Entry::Vacant(e) => {
+                let copy = spare.unwrap_or_else(|| e.key().clone());
+                e.insert(Mark {
+                    dirty: true,
+                    processing: false,
+                });
+                self.queue.push_back(copy);
+                true
+            }
+        }
+    }
+
+    /// Delays `key` until `deadline` (an earlier deadline for a delayed key wins). Returns
+    /// whether the earliest deadline changed. Ignored while shutting down.
+    pub(super) fn add_at(&mut self, key: K, deadline: Instant) -> bool {
+        !self.shutting_down && self.delayed.schedule(key, deadline)
+    }
+
+    /// Hands out the key at the head of the queue.
+    pub(super) fn take(&mut self) -> Take<K> {
+        if let Some(key) = self.queue.pop_front() {
+            if let Some(mark) = self.marks.get_mut(&key) {
+                mark.dirty = false;
+                mark.processing = true;
+                self.processing += 1;
+            }
+            return Take::Key(key);
+        }
+        if self.shutting_down {
+            Take::ShutDown
+        } else {
+            Take::Wait(self.delayed.next_deadline())
+        }
+    }
+
+    /// client-go's `Done`: `key` is no longer processing, and is queued again if it was added
+    /// meanwhile (the one place a key is cloned: the queue needs a copy besides the mark's). A
+    /// key that is not processing is ignored. Returns whether the key was queued again and
+    /// whether nothing is processing any more.
+    pub(super) fn done(&mut self, key: &K) -> (bool, bool) {
+        let Some((key, mark)) = self.marks.remove_entry(key) else {
+            return (false, false);
+        };
+        if !mark.processing {
+            // Waiting, not processing: put it back as it was.
+            self.marks.insert(key, mark);
+            return (false, false);
+        }
+        self.processing -= 1;
+        let requeued = mark.dirty;
+        if requeued {
+            self.queue.push_back(key.clone());
+            self.marks.insert(
+                key,
+                Mark {
+                    dirty: true,
+                    processing: false,
+                },
+            );
+        }
+        (requeued, self.processing == 0)
+    }
+
+    /// Starts shutting down (`drain`: a drain is waiting for the keys in flight). The keys
+    /// already due are queued (they are still handed out); the others are dropped.
+    pub(super) fn shut_down(&mut self, drain: bool) {
+        self.promote_due();
+        self.delayed.clear();
+        self.shutting_down = true;
+        self.drain = drain;
+    }
+
+    /// Whether a drain may return: nothing is processing, or a `shut_down` released it.
+    pub(super) fn drained(&self) -> bool {
+        self.processing == 0 || !self.drain
+    }
+
+    /// The waiting keys, in order.
+    pub(super) fn waiting_keys(&self) -> Vec<K> {
+        self.queue.iter().cloned().collect()
+    }
+
+    pub(super) fn delayed_len(&self) -> usize {
+        self.delayed.len()
+    }
+
+    pub(super) fn processing_len(&self) -> usize {
+        self.processing
+    }
+}
