@@ -77,6 +77,7 @@ mod listener;
 mod process;
 mod processor;
 mod read_only;
+mod reconcile;
 mod registration;
 mod replace_signal;
 mod shared_informer;
@@ -90,6 +91,10 @@ pub use self::event::Event;
 pub use self::factory::InformerFactory;
 pub use self::handler::{FilteringHandler, HandlerFuncs, ResourceEventHandler};
 pub use self::read_only::ReadOnlyIndexer;
+pub use self::reconcile::{
+    Action, DEFAULT_CACHE_SYNC_TIMEOUT, Owns, ReconcileRunner, ReconcileRunnerBuilder,
+    TerminalError,
+};
 pub use self::registration::Registration;
 pub use self::shared_informer::{InformerBuilder, QueueKind, RunMode, SharedIndexInformer};
 pub use self::stream::EventStream;

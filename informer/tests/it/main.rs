@@ -9,6 +9,7 @@ mod disconnect;
 mod lifecycle;
 mod model;
 mod panics;
+mod reconcile;
 mod resync;
 mod send_sync;
 mod shutdown;
