@@ -22,6 +22,14 @@ pub enum Error {
     /// The handler is removed all the same; its thread exits once the callback returns.
     #[error("an event handler cannot wait for its own shutdown from inside its callback")]
     ShutdownFromHandler,
+    /// A [`ReconcileRunner`](crate::ReconcileRunner)'s informers did not sync in time.
+    #[error("the caches of {runner} did not sync within {after:?}")]
+    CacheSyncTimeout {
+        /// The runner's name.
+        runner: String,
+        /// The timeout.
+        after: std::time::Duration,
+    },
     /// The operating system refused a thread (for a handler, or for an informer that runs on
     /// its own thread, with its runtime), or the informer's own thread died.
     #[error("informer thread failure")]

@@ -81,6 +81,7 @@ pub mod metrics;
 mod process;
 mod processor;
 mod read_only;
+mod reconcile;
 mod registration;
 mod replace_signal;
 mod shared_informer;
@@ -94,6 +95,10 @@ pub use self::event::Event;
 pub use self::factory::InformerFactory;
 pub use self::handler::{FilteringHandler, HandlerFuncs, ResourceEventHandler};
 pub use self::read_only::ReadOnlyIndexer;
+pub use self::reconcile::{
+    Action, DEFAULT_CACHE_SYNC_TIMEOUT, Owns, ReconcileRunner, ReconcileRunnerBuilder,
+    TerminalError,
+};
 pub use self::registration::Registration;
 pub use self::shared_informer::{InformerBuilder, QueueKind, RunMode, SharedIndexInformer};
 pub use self::stream::EventStream;

@@ -25,6 +25,7 @@ use crate::{Indexer, NAMESPACE_INDEX, Object, ObjectKey, Selector};
 /// assert_eq!(lister.list(&sel).len(), 1);
 /// assert_eq!(lister.namespace("prod").list(&Selector::everything()).len(), 2);
 /// assert!(lister.namespace("prod").get("db").is_some());
+/// assert!(lister.get_by_key("prod/db").is_some());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Lister<T> {
@@ -49,6 +50,12 @@ impl<T: Object> Lister<T> {
     /// A cluster-scoped object by name.
     pub fn get(&self, name: &str) -> Option<Arc<T>> {
         self.indexer.get_by_key(name)
+    }
+
+    /// The object under `key` (`namespace/name`, or `name`): what a reconcile handed a key
+    /// looks up.
+    pub fn get_by_key(&self, key: &str) -> Option<Arc<T>> {
+        self.indexer.get_by_key(key)
     }
 
     /// Queries limited to `namespace` (`""` means every namespace).

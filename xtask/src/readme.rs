@@ -17,10 +17,20 @@ const SECTION: &str = "## Use it";
 /// The prefix of the README's dependency paths, replaced by this checkout's root.
 const CHECKOUT: &str = "path = \"kcache/";
 
-/// Builds the README's "Use it" blocks against the workspace at `root`.
+/// The README section that shows the controller example, the example's file, and the markers
+/// around the part of it the section shows.
+const CONTROLLER_SECTION: &str = "## A controller";
+const CONTROLLER_EXAMPLE: &str = "testing/e2e/examples/controller.rs";
+const CONTROLLER_MARKERS: (&str, &str) = ("// <README controller>\n", "// </README controller>");
+
+/// Builds the README's "Use it" blocks against the workspace at `root`, and checks that its
+/// controller section shows the example program as it is.
 pub(crate) fn run(root: &Path) -> Result<(), Failure> {
     let readme = fs::read_to_string(root.join("README.md"))
         .map_err(|e| Failure::new(format!("cannot read README.md: {e}")))?;
+    let example = fs::read_to_string(root.join(CONTROLLER_EXAMPLE))
+        .map_err(|e| Failure::new(format!("cannot read {CONTROLLER_EXAMPLE}: {e}")))?;
+    shows_the_example(&readme, &example)?;
     let (dependencies, program) = use_it_blocks(&readme)?;
     // The workspace's target directory, shared so the kcache crates build once.
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -94,6 +104,42 @@ fn use_it_blocks(readme: &str) -> Result<(&str, &str), Failure> {
     Ok((dependencies, block("rust")?))
 }
 
+/// Whether the `rust` block of the README's controller section is the marked part of the
+/// example, so the README never shows code that is not the one built and run.
+fn shows_the_example(readme: &str, example: &str) -> Result<(), Failure> {
+    let start = readme
+        .find(CONTROLLER_SECTION)
+        .ok_or_else(|| Failure::new(format!("README.md has no `{CONTROLLER_SECTION}` section")))?;
+    let section = &readme[start..];
+    let body = section
+        .find("```rust\n")
+        .map(|at| &section[at + "```rust\n".len()..])
+        .and_then(|b| b.find("```").map(|end| &b[..end]))
+        .ok_or_else(|| {
+            Failure::new(format!(
+                "`{CONTROLLER_SECTION}` has no closed ```rust block"
+            ))
+        })?;
+    let (open, close) = CONTROLLER_MARKERS;
+    let marked = example
+        .find(open)
+        .map(|at| &example[at + open.len()..])
+        .and_then(|b| b.find(close).map(|end| &b[..end]))
+        .ok_or_else(|| {
+            Failure::new(format!(
+                "{CONTROLLER_EXAMPLE} has no `{open}` ... `{close}` part"
+            ))
+        })?;
+    if body == marked {
+        Ok(())
+    } else {
+        Err(Failure::new(format!(
+            "the README's `{CONTROLLER_SECTION}` block differs from the marked part of \
+             {CONTROLLER_EXAMPLE}: copy it again"
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +147,15 @@ mod tests {
     const README: &str = "# x\n\n## Use it\n\ntext\n\n```toml\n[dependencies]\n\
         kcache-store = { path = \"kcache/store\" }\n```\n\n```rust\nfn main() {}\n```\n\n\
         ## Next\n\n```rust\nnot this\n```\n";
+
+    #[test]
+    fn the_controller_section_must_show_the_example_as_it_is() {
+        let example = "use x;\n// <README controller>\nfn a() {}\n// </README controller>\n";
+        let readme = "## A controller\n\n```rust\nfn a() {}\n```\n";
+        assert!(shows_the_example(readme, example).is_ok());
+        let stale = "## A controller\n\n```rust\nfn b() {}\n```\n";
+        assert!(shows_the_example(stale, example).is_err());
+    }
 
     #[test]
     fn the_blocks_of_the_section_are_found_and_the_paths_point_at_the_checkout() {

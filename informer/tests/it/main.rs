@@ -10,6 +10,7 @@ mod lifecycle;
 mod metrics;
 mod model;
 mod panics;
+mod reconcile;
 mod resync;
 mod send_sync;
 mod shutdown;

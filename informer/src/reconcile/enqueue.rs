@@ -1,0 +1,174 @@
+//! The handlers that turn informer events into work-queue keys: the primary object's own key,
+//! or the keys of the owners an owned object names.
+
+use std::sync::Arc;
+
+use kcache_queue::WorkQueue;
+use kcache_store::{Object, ObjectKey, ObjectOrTombstone, OwnerReference};
+
+use crate::{ReadOnlyIndexer, ResourceEventHandler};
+
+/// Enqueues the key of every primary object that is added, changed or deleted (a tombstone's
+/// key too; controller-runtime's `EnqueueRequestForObject`).
+pub(crate) struct EnqueueObject {
+    pub(crate) queue: WorkQueue<ObjectKey>,
+    pub(crate) name: String,
+}
+
+impl<T: Object> ResourceEventHandler<T> for EnqueueObject {
+    fn on_add(&self, obj: &Arc<T>, _: bool) {
+        self.queue.add(obj.key());
+    }
+    fn on_update(&self, _: &Arc<T>, new: &Arc<T>) {
+        self.queue.add(new.key());
+    }
+    fn on_delete(&self, obj: &ObjectOrTombstone<T>) {
+        self.queue.add(obj.key());
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Which owner references an owned kind is followed by (controller-runtime's `Owns`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owns {
+    group: String,
+    kind: String,
+    every_owner: bool,
+}
+
+impl Owns {
+    /// The reference marked `controller: true` whose group and kind are these (the version is
+    /// ignored, as controller-runtime does): `Owns::controller("apps", "Deployment")`; the core
+    /// group is `""`.
+    #[must_use]
+    pub fn controller(group: &str, kind: &str) -> Self {
+        Self {
+            group: group.to_owned(),
+            kind: kind.to_owned(),
+            every_owner: false,
+        }
+    }
+
+    /// Every reference of this group and kind, controller or not.
+    #[must_use]
+    pub fn every_owner(group: &str, kind: &str) -> Self {
+        Self {
+            every_owner: true,
+            ..Self::controller(group, kind)
+        }
+    }
+
+    fn matches(&self, r: &OwnerReference) -> bool {
+        r.kind == self.kind && r.group() == self.group && (self.every_owner || r.is_controller())
+    }
+}
+
+/// Enqueues the keys of the primary objects an owned object names as its owners, for the old
+/// and the new state of an update and for the last known state of a deletion.
+pub(crate) struct EnqueueOwners<P> {
+    pub(crate) queue: WorkQueue<ObjectKey>,
+    pub(crate) owns: Owns,
+    /// The primary cache, which tells whether an owner is namespaced or cluster-scoped.
+    pub(crate) primary: ReadOnlyIndexer<P>,
+    pub(crate) name: String,
+}
+
+impl<P: Object> EnqueueOwners<P> {
+    fn enqueue<C: Object>(&self, child: &C) {
+        for owner in child.owner_references() {
+            if self.owns.matches(&owner) {
+                self.queue
+                    .add(self.owner_key(child.namespace(), &owner.name));
+            }
+        }
+    }
+
+    /// The owner's key: in the owned object's namespace (owner references never cross
+    /// namespaces), unless the primary cache holds a cluster-scoped object of that name and no
+    /// namespaced one.
+    fn owner_key(&self, namespace: Option<&str>, name: &str) -> ObjectKey {
+        match namespace.filter(|ns| !ns.is_empty()) {
+            Some(ns) => {
+                let namespaced = ObjectKey::explicit(format!("{ns}/{name}"));
+                if self.primary.get_by_key(namespaced.as_str()).is_none()
+                    && self.primary.get_by_key(name).is_some()
+                {
+                    return ObjectKey::explicit(name);
+                }
+                namespaced
+            }
+            None => ObjectKey::explicit(name),
+        }
+    }
+}
+
+impl<P: Object, C: Object> ResourceEventHandler<C> for EnqueueOwners<P> {
+    fn on_add(&self, obj: &Arc<C>, _: bool) {
+        self.enqueue(&**obj);
+    }
+    fn on_update(&self, old: &Arc<C>, new: &Arc<C>) {
+        self.enqueue(&**old);
+        self.enqueue(&**new);
+    }
+    fn on_delete(&self, obj: &ObjectOrTombstone<C>) {
+        match obj {
+            ObjectOrTombstone::Object(o) => self.enqueue(&**o),
+            ObjectOrTombstone::Tombstone(t) => {
+                if let Some(o) = &t.obj {
+                    self.enqueue(&**o);
+                }
+            }
+        }
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A user's function from an object of another kind to the keys to reconcile.
+pub(crate) type MapFn<C> = Arc<dyn Fn(&C) -> Vec<ObjectKey> + Send + Sync>;
+
+/// Enqueues the keys a user's function maps an object of another kind to
+/// (controller-runtime's `Watches` with `EnqueueRequestsFromMapFunc`).
+pub(crate) struct EnqueueMapped<C> {
+    pub(crate) queue: WorkQueue<ObjectKey>,
+    #[allow(
+        clippy::type_complexity,
+        reason = "a boxed closure, named where it is built"
+    )]
+    pub(crate) map: Arc<dyn Fn(&C) -> Vec<ObjectKey> + Send + Sync>,
+    pub(crate) name: String,
+}
+
+impl<C: Object> EnqueueMapped<C> {
+    fn enqueue(&self, obj: &C) {
+        for key in (self.map)(obj) {
+            self.queue.add(key);
+        }
+    }
+}
+
+impl<C: Object> ResourceEventHandler<C> for EnqueueMapped<C> {
+    fn on_add(&self, obj: &Arc<C>, _: bool) {
+        self.enqueue(obj);
+    }
+    fn on_update(&self, old: &Arc<C>, new: &Arc<C>) {
+        self.enqueue(old);
+        self.enqueue(new);
+    }
+    fn on_delete(&self, obj: &ObjectOrTombstone<C>) {
+        match obj {
+            ObjectOrTombstone::Object(o) => self.enqueue(o),
+            ObjectOrTombstone::Tombstone(t) => {
+                if let Some(o) = &t.obj {
+                    self.enqueue(o);
+                }
+            }
+        }
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}

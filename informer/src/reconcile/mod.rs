@@ -1,0 +1,394 @@
+//! [`ReconcileRunner`]: the other half of a controller. Informer events become keys in a
+//! rate-limited [`WorkQueue`]; once the caches have synced, a pool of workers reconciles one key
+//! at a time each, never the same key on two workers, and requeues failures with backoff
+//! (controller-runtime's controller, client-go's worker loop).
+
+mod action;
+mod enqueue;
+mod worker;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt as _;
+use kcache_queue::{RateLimiter, WorkQueue, default_rate_limiter};
+use kcache_store::{Object, ObjectKey};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+pub use self::action::{Action, TerminalError};
+pub use self::enqueue::Owns;
+use self::enqueue::{EnqueueMapped, EnqueueObject, EnqueueOwners, MapFn};
+use self::worker::Worker;
+use crate::{BoxError, Error, Result, SharedIndexInformer};
+
+/// How long [`ReconcileRunner::run`] waits for the caches to sync by default (as
+/// controller-runtime's `CacheSyncTimeout`).
+pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Subscribes one more informer for a runner: given its queue and its name.
+type MakeSource = Box<dyn FnOnce(&WorkQueue<ObjectKey>, &str) -> Result<Source> + Send>;
+
+/// One informer feeding the queue, through an event stream: a future that resolves once the
+/// stream has yielded the informer's initial list, and the pump that turns its events into keys
+/// (a task of the runner's runtime, so the whole runner lives on it: no thread per informer,
+/// and tests can pause its clock).
+struct Source {
+    what: String,
+    synced: BoxFuture<bool>,
+    pump: BoxFuture<()>,
+}
+/// Reconciles the keys of a primary kind with a pool of workers, as a controller-runtime
+/// controller does.
+///
+/// - **Keys in**: the primary informer's adds, updates and deletes (tombstones included)
+///   enqueue the object's key; [`owns`](ReconcileRunnerBuilder::owns) enqueues the owners an
+///   owned object names; [`watches`](ReconcileRunnerBuilder::watches) maps any other kind to
+///   keys. The [`WorkQueue`] de-duplicates keys that are waiting.
+/// - **Work**: nothing runs until every informer has synced (or
+///   [`cache_sync_timeout`](ReconcileRunnerBuilder::cache_sync_timeout) fails the run); then
+///   `workers` tasks each take a key, call `reconcile(key, ctx)` and act on its [`Action`].
+///   A key is never reconciled by two workers at once; one added while it runs is handed out
+///   again after it returns.
+/// - **Failures**: `Err` requeues the key through the rate limiter (5 ms doubling to 1000 s per
+///   key, 10 per second overall, by default), [`TerminalError`] does not requeue, a panic is
+///   caught and handled as an error. Each is logged with its cause.
+/// - **Shutdown**: when `cancel` fires no new reconcile starts, the ones running finish, the
+///   subscriptions end and `run` returns.
+///
+/// Named apart from [`Controller`](crate::Controller), client-go's reflector-and-queue loop
+/// under every informer.
+///
+/// ```
+/// use std::sync::Arc;
+/// use kcache_informer::{Action, BoxError, ReconcileRunner, SharedIndexInformer};
+/// use kcache_store::{DynamicObject, ObjectKey};
+/// use tokio_util::sync::CancellationToken;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let api = kcache_testing::FakeListerWatcher::<DynamicObject>::new();
+/// api.handle().add(DynamicObject::new(Some("shop"), "web"));
+/// let deployments = SharedIndexInformer::builder(Arc::new(api)).build();
+/// let runner = ReconcileRunner::builder(&deployments).name("deployments").workers(2).build()?;
+///
+/// let cancel = CancellationToken::new();
+/// tokio::spawn({
+///     let (informer, cancel) = (deployments.clone(), cancel.clone());
+///     async move { informer.run(cancel).await }
+/// });
+/// let (seen, done) = (Arc::new(std::sync::Mutex::new(Vec::new())), cancel.clone());
+/// let log = Arc::clone(&seen);
+/// let lister = deployments.lister();
+/// runner
+///     .run(Arc::new(()), move |key: ObjectKey, _ctx: Arc<()>| {
+///         // Read from the cache, never from the server.
+///         let exists = lister.get_by_key(key.as_str()).is_some();
+///         log.lock().unwrap().push((key.to_string(), exists));
+///         done.cancel();
+///         async { Ok::<_, BoxError>(Action::Done) }
+///     }, cancel)
+///     .await?;
+/// assert_eq!(*seen.lock().unwrap(), [("shop/web".to_owned(), true)]);
+/// # Ok(())
+/// # }
+/// ```
+pub struct ReconcileRunner {
+    name: String,
+    queue: WorkQueue<ObjectKey>,
+    workers: usize,
+    cache_sync_timeout: Duration,
+    sources: Vec<Source>,
+}
+
+/// Builds a [`ReconcileRunner`]; see [`ReconcileRunner::builder`].
+pub struct ReconcileRunnerBuilder<P: Object> {
+    primary: SharedIndexInformer<P>,
+    name: String,
+    workers: usize,
+    cache_sync_timeout: Duration,
+    rate_limiter: Option<Arc<dyn RateLimiter<ObjectKey>>>,
+    extra: Vec<MakeSource>,
+}
+
+impl ReconcileRunner {
+    /// A runner reconciling the objects of `primary`.
+    pub fn builder<P: Object>(primary: &SharedIndexInformer<P>) -> ReconcileRunnerBuilder<P> {
+        ReconcileRunnerBuilder {
+            primary: primary.clone(),
+            name: "reconciler".to_owned(),
+            workers: 1,
+            cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
+            rate_limiter: None,
+            extra: Vec::new(),
+        }
+    }
+
+    /// The runner's work queue: keys can be added by hand (a periodic full reconcile, a key
+    /// from elsewhere).
+    #[must_use]
+    pub fn queue(&self) -> &WorkQueue<ObjectKey> {
+        &self.queue
+    }
+
+    /// Waits for the caches, reconciles until `cancel` fires, then lets running reconciles
+    /// finish and removes its handlers.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CacheSyncTimeout`] when an informer has not synced within the timeout;
+    /// [`Error::Stopped`] when an informer stopped before it synced. Cancelling during the
+    /// wait is not an error.
+    pub async fn run<Ctx, F, Fut>(
+        self,
+        ctx: Arc<Ctx>,
+        reconcile: F,
+        cancel: CancellationToken,
+    ) -> Result<()>
+    where
+        Ctx: Send + Sync + 'static,
+        F: Fn(ObjectKey, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<Action, BoxError>> + Send + 'static,
+    {
+        let Self {
+            name,
+            queue,
+            workers,
+            cache_sync_timeout,
+            sources,
+        } = self;
+        let mut pumps = JoinSet::new();
+        let mut synced = Vec::with_capacity(sources.len());
+        for s in sources {
+            pumps.spawn(s.pump);
+            synced.push((s.what, s.synced));
+        }
+        let serving = Serving {
+            name,
+            queue: queue.clone(),
+            workers,
+            cache_sync_timeout,
+        };
+        let result = serving.serve(synced, ctx, reconcile, &cancel).await;
+        queue.shut_down();
+        // Dropping the pumps drops their streams, which unsubscribes them.
+        pumps.shutdown().await;
+        result
+    }
+}
+
+/// A runner once its sources are pumping.
+struct Serving {
+    name: String,
+    queue: WorkQueue<ObjectKey>,
+    workers: usize,
+    cache_sync_timeout: Duration,
+}
+
+impl Serving {
+    async fn serve<Ctx, F, Fut>(
+        &self,
+        synced: Vec<(String, BoxFuture<bool>)>,
+        ctx: Arc<Ctx>,
+        reconcile: F,
+        cancel: &CancellationToken,
+    ) -> Result<()>
+    where
+        Ctx: Send + Sync + 'static,
+        F: Fn(ObjectKey, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = std::result::Result<Action, BoxError>> + Send + 'static,
+    {
+        if !self.wait_for_caches(synced, cancel).await? {
+            return Ok(());
+        }
+        tracing::info!(runner = %self.name, workers = self.workers, "caches synced; starting workers");
+        let reconcile = Arc::new(reconcile);
+        let mut workers = JoinSet::new();
+        for id in 0..self.workers {
+            let worker = Worker {
+                id,
+                runner: self.name.clone(),
+                queue: self.queue.clone(),
+                reconcile: Arc::clone(&reconcile),
+                ctx: Arc::clone(&ctx),
+                cancel: cancel.clone(),
+            };
+            workers.spawn(worker.run());
+        }
+        cancel.cancelled().await;
+        // No new key is handed out; every worker returns once its reconcile does.
+        self.queue.shut_down();
+        while let Some(joined) = workers.join_next().await {
+            if let Err(e) = joined {
+                tracing::error!(runner = %self.name, error = %e, "a worker ended abnormally");
+            }
+        }
+        tracing::info!(runner = %self.name, "workers stopped");
+        Ok(())
+    }
+
+    /// `Ok(true)` once every source has synced, `Ok(false)` if cancelled first.
+    async fn wait_for_caches(
+        &self,
+        synced: Vec<(String, BoxFuture<bool>)>,
+        cancel: &CancellationToken,
+    ) -> Result<bool> {
+        let (what, synced): (Vec<String>, Vec<BoxFuture<bool>>) = synced.into_iter().unzip();
+        let all = futures_util::future::join_all(synced);
+        let synced = tokio::select! {
+            () = cancel.cancelled() => return Ok(false),
+            r = tokio::time::timeout(self.cache_sync_timeout, all) => r,
+        };
+        let Ok(synced) = synced else {
+            return Err(Error::CacheSyncTimeout {
+                runner: self.name.clone(),
+                after: self.cache_sync_timeout,
+            });
+        };
+        if let Some(i) = synced.iter().position(|s| !s) {
+            tracing::warn!(runner = %self.name, informer = %what[i], "an informer stopped before it synced");
+            return Err(Error::Stopped);
+        }
+        Ok(true)
+    }
+}
+
+impl fmt::Debug for ReconcileRunner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReconcileRunner")
+            .field("name", &self.name)
+            .field("workers", &self.workers)
+            .field("queued", &self.queue.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Object> ReconcileRunnerBuilder<P> {
+    /// The name in logs and metrics (default `reconciler`).
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// How many keys are reconciled at once (default 1; at least 1).
+    #[must_use]
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = n.max(1);
+        self
+    }
+
+    /// How long [`run`](ReconcileRunner::run) waits for the caches to sync (default 2 min).
+    #[must_use]
+    pub fn cache_sync_timeout(mut self, timeout: Duration) -> Self {
+        self.cache_sync_timeout = timeout;
+        self
+    }
+
+    /// The rate limiter for failed and requeued keys (default
+    /// [`default_rate_limiter`](kcache_queue::default_rate_limiter)).
+    #[must_use]
+    pub fn rate_limiter(mut self, limiter: Arc<dyn RateLimiter<ObjectKey>>) -> Self {
+        self.rate_limiter = Some(limiter);
+        self
+    }
+
+    /// Reconciles the owner of every object of `owned` that changes, found through its owner
+    /// references (controller-runtime's `Owns`): a pod's change reconciles its deployment.
+    #[must_use]
+    pub fn owns<C: Object>(mut self, owned: &SharedIndexInformer<C>, owns: Owns) -> Self {
+        let (owned, primary) = (owned.clone(), self.primary.indexer());
+        self.extra.push(Box::new(move |queue, runner| {
+            let handler = EnqueueOwners {
+                queue: queue.clone(),
+                owns: owns.clone(),
+                primary,
+                name: format!("{runner}: owners ({owns:?})"),
+            };
+            source(&owned, handler, format!("owned {owns:?}"))
+        }));
+        self
+    }
+
+    /// Reconciles the keys `map` returns for every object of `other` that changes
+    /// (controller-runtime's `Watches` with a map function).
+    #[must_use]
+    pub fn watches<C: Object>(
+        mut self,
+        other: &SharedIndexInformer<C>,
+        map: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self {
+        let other = other.clone();
+        let map: MapFn<C> = Arc::new(map);
+        self.extra.push(Box::new(move |queue, runner| {
+            let handler = EnqueueMapped {
+                queue: queue.clone(),
+                map,
+                name: format!("{runner}: mapped"),
+            };
+            source(&other, handler, "watched".to_owned())
+        }));
+        self
+    }
+
+    /// Subscribes to the informers (events from now on are kept for the runner) and builds it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Stopped`] if an informer has stopped; the subscriptions already made end.
+    pub fn build(self) -> Result<ReconcileRunner> {
+        let limiter = self.rate_limiter.unwrap_or_else(default_rate_limiter);
+        let queue = WorkQueue::builder()
+            .name(self.name.clone())
+            .rate_limiter(limiter)
+            .build();
+        let primary = EnqueueObject {
+            queue: queue.clone(),
+            name: format!("{}: objects", self.name),
+        };
+        let mut sources = Vec::with_capacity(1 + self.extra.len());
+        let built = std::iter::once(source(&self.primary, primary, "primary".to_owned()))
+            .chain(self.extra.into_iter().map(|make| make(&queue, &self.name)));
+        for s in built {
+            // On an error the sources built so far are dropped, unsubscribing them.
+            sources.push(s?);
+        }
+        Ok(ReconcileRunner {
+            name: self.name,
+            queue,
+            workers: self.workers,
+            cache_sync_timeout: self.cache_sync_timeout,
+            sources,
+        })
+    }
+}
+
+impl<P: Object> fmt::Debug for ReconcileRunnerBuilder<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReconcileRunnerBuilder")
+            .field("name", &self.name)
+            .field("workers", &self.workers)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Subscribes to `informer` as a [`Source`] whose events `handler` turns into keys.
+fn source<T: Object>(
+    informer: &SharedIndexInformer<T>,
+    handler: impl crate::ResourceEventHandler<T>,
+    what: String,
+) -> Result<Source> {
+    let mut stream = informer.subscribe()?;
+    let synced = Box::pin(stream.synced());
+    let pump = Box::pin(async move {
+        while let Some(event) = stream.next().await {
+            crate::handler::dispatch(&handler, &event);
+        }
+    });
+    Ok(Source { what, synced, pump })
+}

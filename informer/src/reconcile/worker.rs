@@ -1,0 +1,96 @@
+//! One worker of a [`ReconcileRunner`](super::ReconcileRunner): takes a key, reconciles it, acts
+//! on the outcome, marks the key done.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures_util::FutureExt as _;
+use kcache_queue::WorkQueue;
+use kcache_reflector::ErrorChain;
+use kcache_store::ObjectKey;
+use tokio_util::sync::CancellationToken;
+
+use super::{Action, TerminalError};
+use crate::BoxError;
+use crate::handler_panic::panic_message;
+
+pub(super) struct Worker<F, Ctx> {
+    pub(super) id: usize,
+    pub(super) runner: String,
+    pub(super) queue: WorkQueue<ObjectKey>,
+    pub(super) reconcile: Arc<F>,
+    pub(super) ctx: Arc<Ctx>,
+    pub(super) cancel: CancellationToken,
+}
+
+impl<F, Fut, Ctx> Worker<F, Ctx>
+where
+    Ctx: Send + Sync + 'static,
+    F: Fn(ObjectKey, Arc<Ctx>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, BoxError>> + Send + 'static,
+{
+    /// Reconciles keys until the queue shuts down or `cancel` fires; a reconcile that started
+    /// always finishes.
+    pub(super) async fn run(self) {
+        loop {
+            let key = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return,
+                key = self.queue.get() => key,
+            };
+            let Some(key) = key else { return };
+            if self.cancel.is_cancelled() {
+                // Shutting down: no new reconcile starts; the key stays for the next run.
+                self.queue.done(&key);
+                return;
+            }
+            self.reconcile_one(&key).await;
+            self.queue.done(&key);
+        }
+    }
+
+    async fn reconcile_one(&self, key: &ObjectKey) {
+        let fut = (self.reconcile)(key.clone(), Arc::clone(&self.ctx));
+        let outcome = AssertUnwindSafe(fut).catch_unwind().await;
+        match outcome {
+            Ok(Ok(Action::Done)) => self.queue.forget(key),
+            Ok(Ok(Action::Requeue)) => self.queue.add_rate_limited(key.clone()),
+            Ok(Ok(Action::RequeueAfter(delay))) => {
+                self.queue.forget(key);
+                self.queue.add_after(key.clone(), delay);
+            }
+            Ok(Err(e)) if e.downcast_ref::<TerminalError>().is_some() => {
+                tracing::error!(
+                    runner = %self.runner,
+                    worker = self.id,
+                    key = %key,
+                    error = %ErrorChain(&*e),
+                    "reconcile failed for good; not retried until the object changes"
+                );
+            }
+            Ok(Err(e)) => {
+                let retries = self.queue.num_requeues(key);
+                tracing::warn!(
+                    runner = %self.runner,
+                    worker = self.id,
+                    key = %key,
+                    retries,
+                    error = %ErrorChain(&*e),
+                    "reconcile failed; retrying with backoff"
+                );
+                self.queue.add_rate_limited(key.clone());
+            }
+            Err(panic) => {
+                tracing::error!(
+                    runner = %self.runner,
+                    worker = self.id,
+                    key = %key,
+                    panic = %panic_message(&*panic),
+                    "reconcile panicked; retrying with backoff"
+                );
+                self.queue.add_rate_limited(key.clone());
+            }
+        }
+    }
+}
