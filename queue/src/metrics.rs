@@ -10,6 +10,22 @@
 //! | [`DEPTH`] | gauge | what the queue holds now ([`len`](kcache_store::Store::len)): deltas for a `RealFifo`, keys for a `DeltaFifo` or a `Fifo` |
 //! | [`ADDS_TOTAL`] | counter | deltas queued: each write, tombstone, resync and bookmark; a `RealFifo` relist is one delta (`ReplacedAll`), a `DeltaFifo` relist one per listed object and per tombstone, a `Fifo` relist one per object. A requeued delta is not counted again |
 //!
+//! A named [`WorkQueue`](crate::WorkQueue) (`WorkQueue::builder().name(..)`) records client-go's
+//! work-queue metrics:
+//!
+//! | name | kind | meaning |
+//! |---|---|---|
+//! | [`WORKQUEUE_DEPTH`] | gauge | keys waiting to be handed out ([`len`](crate::WorkQueue::len)) |
+//! | [`WORKQUEUE_ADDS_TOTAL`] | counter | keys queued; an add of a key already waiting is not counted |
+//! | [`WORKQUEUE_QUEUE_DURATION_SECONDS`] | histogram | from a key's queuing to its hand-out |
+//! | [`WORKQUEUE_WORK_DURATION_SECONDS`] | histogram | from a key's hand-out to its `done` |
+//! | [`WORKQUEUE_RETRIES_TOTAL`] | counter | `add_after` calls, rate-limited requeues included |
+//! | [`WORKQUEUE_UNFINISHED_WORK_SECONDS`] | gauge | the summed age of the keys being processed |
+//! | [`WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS`] | gauge | the age of the oldest key being processed |
+//!
+//! The last two are recomputed at most every 500 ms (client-go's period), on the queue's
+//! operations: the work queue has no task of its own.
+//!
 //! The handles are registered with the recorder in place when the queue is built: install the
 //! application's recorder first. With no recorder (or no name) every update is a no-op.
 
@@ -23,8 +39,34 @@ pub const DEPTH: &str = "kcache_queue_depth";
 /// Counter: deltas queued.
 pub const ADDS_TOTAL: &str = "kcache_queue_adds_total";
 
+/// Gauge: keys of a named [`WorkQueue`](crate::WorkQueue) waiting to be handed out.
+pub const WORKQUEUE_DEPTH: &str = "kcache_workqueue_depth";
+/// Counter: keys a named work queue queued (an add of a key already waiting is not counted).
+pub const WORKQUEUE_ADDS_TOTAL: &str = "kcache_workqueue_adds_total";
+/// Histogram: how long a key waited, from being queued to being handed out.
+pub const WORKQUEUE_QUEUE_DURATION_SECONDS: &str = "kcache_workqueue_queue_duration_seconds";
+/// Histogram: how long a key was processed, from being handed out to `done`.
+pub const WORKQUEUE_WORK_DURATION_SECONDS: &str = "kcache_workqueue_work_duration_seconds";
+/// Counter: `add_after` calls (rate-limited requeues included).
+pub const WORKQUEUE_RETRIES_TOTAL: &str = "kcache_workqueue_retries_total";
+/// Gauge: the summed age of the keys being processed.
+pub const WORKQUEUE_UNFINISHED_WORK_SECONDS: &str = "kcache_workqueue_unfinished_work_seconds";
+/// Gauge: the age of the key processed the longest.
+pub const WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS: &str =
+    "kcache_workqueue_longest_running_processor_seconds";
+
 /// Every metric name of this module.
-pub const ALL: &[&str] = &[DEPTH, ADDS_TOTAL];
+pub const ALL: &[&str] = &[
+    DEPTH,
+    ADDS_TOTAL,
+    WORKQUEUE_DEPTH,
+    WORKQUEUE_ADDS_TOTAL,
+    WORKQUEUE_QUEUE_DURATION_SECONDS,
+    WORKQUEUE_WORK_DURATION_SECONDS,
+    WORKQUEUE_RETRIES_TOTAL,
+    WORKQUEUE_UNFINISHED_WORK_SECONDS,
+    WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS,
+];
 
 /// Describes every queue metric (its help text) to the installed recorder, for exporters that
 /// show them. Optional: metrics are recorded without it.
@@ -34,6 +76,30 @@ pub fn describe() {
         "What the queue holds: deltas (RealFifo) or keys (DeltaFifo, Fifo)."
     );
     metrics::describe_counter!(ADDS_TOTAL, "Deltas queued.");
+    metrics::describe_gauge!(WORKQUEUE_DEPTH, "Keys waiting to be handed out.");
+    metrics::describe_counter!(
+        WORKQUEUE_ADDS_TOTAL,
+        "Keys queued (not counting adds of waiting keys)."
+    );
+    metrics::describe_histogram!(
+        WORKQUEUE_QUEUE_DURATION_SECONDS,
+        metrics::Unit::Seconds,
+        "How long a key waited before being handed out."
+    );
+    metrics::describe_histogram!(
+        WORKQUEUE_WORK_DURATION_SECONDS,
+        metrics::Unit::Seconds,
+        "How long a key was processed."
+    );
+    metrics::describe_counter!(WORKQUEUE_RETRIES_TOTAL, "add_after calls (requeues).");
+    metrics::describe_gauge!(
+        WORKQUEUE_UNFINISHED_WORK_SECONDS,
+        "Summed age of the keys being processed."
+    );
+    metrics::describe_gauge!(
+        WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS,
+        "Age of the key processed the longest."
+    );
 }
 
 /// The handles of one queue's metrics: no-ops for a queue without a name.

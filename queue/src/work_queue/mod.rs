@@ -12,6 +12,7 @@ mod builder;
 mod delayed;
 mod fast_slow;
 mod max_of;
+mod metrics;
 mod queue;
 mod rate_limiter;
 mod state;

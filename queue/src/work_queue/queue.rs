@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::metrics::{IN_FLIGHT_PERIOD, WorkQueueMetrics};
 use super::state::{State, Take};
 use super::{RateLimiter, WorkQueueBuilder, default_rate_limiter};
 use crate::TryGetError;
@@ -98,6 +99,7 @@ struct Inner<K> {
     idle: Notify,
     limiter: Arc<dyn RateLimiter<K>>,
     name: Option<String>,
+    metrics: WorkQueueMetrics,
 }
 
 impl<K> Clone for WorkQueue<K> {
@@ -130,13 +132,15 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         limiter: Option<Arc<dyn RateLimiter<K>>>,
         name: Option<String>,
     ) -> Self {
+        let metrics = WorkQueueMetrics::new(name.as_deref());
         Self {
             inner: Arc::new(Inner {
-                state: Mutex::new(State::new()),
+                state: Mutex::new(State::new(metrics.enabled())),
                 ready: Notify::new(),
                 idle: Notify::new(),
                 limiter: limiter.unwrap_or_else(default_rate_limiter),
                 name,
+                metrics,
             }),
         }
     }
@@ -150,8 +154,26 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let pushed = st.promote_due();
+        if pushed > 0 {
+            self.inner.metrics.queued(pushed, st.len());
+        }
         self.wake(pushed);
         st
+    }
+
+    /// [`State::take`], recording how long the key waited and the queue's depth.
+    fn take(&self) -> Take<K> {
+        let mut st = self.lock();
+        let taken = st.take();
+        if let Take::Key(_, waited) = &taken {
+            let m = &self.inner.metrics;
+            m.handed_out(*waited);
+            m.depth(st.len());
+            if let Some((unfinished, longest)) = st.in_flight(IN_FLIGHT_PERIOD) {
+                m.in_flight(unfinished, longest);
+            }
+        }
+        taken
     }
 
     /// Wakes `n` getters, one per key queued.
@@ -165,7 +187,12 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// processing (then it is queued again when [`done`](Self::done)). Ignored after
     /// [`shut_down`](Self::shut_down).
     pub fn add(&self, key: K) {
-        let pushed = self.lock().add(key);
+        let mut st = self.lock();
+        let pushed = st.add(key);
+        if pushed {
+            self.inner.metrics.queued(1, st.len());
+        }
+        drop(st);
         self.wake(usize::from(pushed));
     }
 
@@ -179,6 +206,7 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
             self.add(key);
             return;
         }
+        self.inner.metrics.retried();
         let now = Instant::now();
         let Some(deadline) = now.checked_add(delay.min(NEVER)) else {
             return;
@@ -227,16 +255,16 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     pub async fn get(&self) -> Option<K> {
         loop {
             // First look without registering as a waiter: the common case, a key is waiting.
-            match self.lock().take() {
-                Take::Key(key) => return Some(key),
+            match self.take() {
+                Take::Key(key, _) => return Some(key),
                 Take::ShutDown => return None,
                 Take::Wait(_) => {}
             }
             // Registered before looking, so no wake-up between the look and the wait is lost.
             let mut notified = pin!(self.inner.ready.notified());
             notified.as_mut().enable();
-            let deadline = match self.lock().take() {
-                Take::Key(key) => return Some(key),
+            let deadline = match self.take() {
+                Take::Key(key, _) => return Some(key),
                 Take::ShutDown => return None,
                 Take::Wait(deadline) => deadline,
             };
@@ -267,8 +295,8 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// [`TryGetError::Empty`] when no key is waiting, [`TryGetError::ShutDown`] when no key is
     /// waiting and the queue is shut down.
     pub fn try_get(&self) -> Result<K, TryGetError> {
-        match self.lock().take() {
-            Take::Key(key) => Ok(key),
+        match self.take() {
+            Take::Key(key, _) => Ok(key),
             Take::ShutDown => Err(TryGetError::ShutDown),
             Take::Wait(_) => Err(TryGetError::Empty),
         }
@@ -277,7 +305,17 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// Marks `key` as processed. If it was added while processing, it is queued again (even
     /// after shutdown). A key that is not processing is ignored.
     pub fn done(&self, key: &K) {
-        let (requeued, idle) = self.lock().done(key);
+        let mut st = self.lock();
+        let (requeued, idle, worked) = st.done(key);
+        let m = &self.inner.metrics;
+        m.done(worked);
+        if requeued {
+            m.queued(1, st.len());
+        }
+        if let Some((unfinished, longest)) = st.in_flight(IN_FLIGHT_PERIOD) {
+            m.in_flight(unfinished, longest);
+        }
+        drop(st);
         self.wake(usize::from(requeued));
         if idle {
             self.inner.idle.notify_waiters();

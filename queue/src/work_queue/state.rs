@@ -6,6 +6,7 @@
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -27,6 +28,10 @@ pub(super) struct State<K> {
     shutting_down: bool,
     /// Whether a `shut_down_with_drain` is waiting (a later `shut_down` clears it).
     drain: bool,
+    /// Whether keys are timed (the queue records metrics): [`Mark::since`] is set.
+    timed: bool,
+    /// When the in-flight ages were last summed.
+    last_scan: Option<Instant>,
 }
 
 /// Whether a key of [`State::marks`] is dirty, processing, or both (never neither).
@@ -34,12 +39,14 @@ pub(super) struct State<K> {
 struct Mark {
     dirty: bool,
     processing: bool,
+    /// With timing on: when the key was queued (waiting) or handed out (processing).
+    since: Option<Instant>,
 }
 
 /// What a non-blocking get found.
 pub(super) enum Take<K> {
-    /// A key, now processing.
-    Key(K),
+    /// A key, now processing, and how long it waited (when timed).
+    Key(K, Option<Duration>),
     /// Nothing is waiting and the queue is shutting down.
     ShutDown,
     /// Nothing is waiting (yet); the earliest delayed key is due at this instant, if any.
@@ -57,8 +64,10 @@ impl<K> State<K> {
 }
 
 impl<K: Clone + Eq + Hash> State<K> {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(timed: bool) -> Self {
         Self {
+            timed,
+            last_scan: None,
             queue: VecDeque::new(),
             marks: HashMap::new(),
             processing: 0,
@@ -105,6 +114,7 @@ impl<K: Clone + Eq + Hash> State<K> {
                 e.insert(Mark {
                     dirty: true,
                     processing: false,
+                    since: self.timed.then(Instant::now),
                 });
                 self.queue.push_back(copy);
                 true
@@ -121,12 +131,18 @@ impl<K: Clone + Eq + Hash> State<K> {
     /// Hands out the key at the head of the queue.
     pub(super) fn take(&mut self) -> Take<K> {
         if let Some(key) = self.queue.pop_front() {
+            let mut waited = None;
             if let Some(mark) = self.marks.get_mut(&key) {
                 mark.dirty = false;
                 mark.processing = true;
                 self.processing += 1;
+                if let Some(since) = mark.since {
+                    let now = Instant::now();
+                    waited = Some(now - since);
+                    mark.since = Some(now);
+                }
             }
-            return Take::Key(key);
+            return Take::Key(key, waited);
         }
         if self.shutting_down {
             Take::ShutDown
@@ -138,17 +154,19 @@ impl<K: Clone + Eq + Hash> State<K> {
     /// client-go's `Done`: `key` is no longer processing, and is queued again if it was added
     /// meanwhile (the one place a key is cloned: the queue needs a copy besides the mark's). A
     /// key that is not processing is ignored. Returns whether the key was queued again and
-    /// whether nothing is processing any more.
-    pub(super) fn done(&mut self, key: &K) -> (bool, bool) {
+    /// whether nothing is processing any more, and how long it was processed (when timed).
+    pub(super) fn done(&mut self, key: &K) -> (bool, bool, Option<Duration>) {
         let Some((key, mark)) = self.marks.remove_entry(key) else {
-            return (false, false);
+            return (false, false, None);
         };
         if !mark.processing {
             // Waiting, not processing: put it back as it was.
             self.marks.insert(key, mark);
-            return (false, false);
+            return (false, false, None);
         }
         self.processing -= 1;
+        let now = mark.since.map(|_| Instant::now());
+        let worked = mark.since.zip(now).map(|(since, now)| now - since);
         let requeued = mark.dirty;
         if requeued {
             self.queue.push_back(key.clone());
@@ -157,10 +175,34 @@ impl<K: Clone + Eq + Hash> State<K> {
                 Mark {
                     dirty: true,
                     processing: false,
+                    since: now,
                 },
             );
         }
-        (requeued, self.processing == 0)
+        (requeued, self.processing == 0, worked)
+    }
+
+    /// The summed age of the keys being processed and the oldest one's, when timed and at
+    /// least `period` has passed since the last time (the scan visits every marked key).
+    pub(super) fn in_flight(&mut self, period: Duration) -> Option<(Duration, Duration)> {
+        if !self.timed {
+            return None;
+        }
+        let now = Instant::now();
+        if self.last_scan.is_some_and(|t| now - t < period) {
+            return None;
+        }
+        self.last_scan = Some(now);
+        let ages = self
+            .marks
+            .values()
+            .filter(|m| m.processing)
+            .filter_map(|m| m.since.map(|s| now - s));
+        Some(
+            ages.fold((Duration::ZERO, Duration::ZERO), |(sum, max), a| {
+                (sum + a, max.max(a))
+            }),
+        )
     }
 
     /// Starts shutting down (`drain`: a drain is waiting for the keys in flight). The keys

@@ -121,3 +121,106 @@ fn named_queues_work_without_a_recorder() {
     assert_eq!(pop(&*fifo).len(), 1);
     assert!(fifo.is_empty());
 }
+
+/// client-go's work-queue metrics (`TestMetrics`, with a paused clock instead of a fake one): a
+/// named work queue counts the keys it queues (not an add of a waiting key), times how long
+/// each waited and was processed, counts `add_after` calls as retries, and sums the keys in
+/// flight (at most every 500 ms); an unnamed one records nothing.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+#[expect(clippy::float_cmp, reason = "times from a paused clock are exact")]
+async fn a_named_work_queue_records_client_gos_work_queue_metrics() {
+    use std::time::Duration;
+
+    use kcache_queue::WorkQueue;
+    use kcache_queue::metrics::{
+        WORKQUEUE_ADDS_TOTAL, WORKQUEUE_DEPTH, WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS,
+        WORKQUEUE_QUEUE_DURATION_SECONDS, WORKQUEUE_RETRIES_TOTAL,
+        WORKQUEUE_UNFINISHED_WORK_SECONDS, WORKQUEUE_WORK_DURATION_SECONDS,
+    };
+
+    let ms = |n: u64| Duration::from_millis(n).as_secs_f64();
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let guard = metrics::set_default_local_recorder(&recorder);
+    let queue = WorkQueue::<String>::builder().name("deployments").build();
+    let unnamed = WorkQueue::<String>::new();
+    unnamed.add("x".to_owned());
+    queue.add("a".to_owned());
+    queue.add("b".to_owned());
+    queue.add("b".to_owned());
+    tokio::time::advance(Duration::from_millis(50)).await;
+    let a = queue.get().await.unwrap();
+    tokio::time::advance(Duration::from_millis(600)).await;
+    let b = queue.get().await.unwrap(); // waited 650 ms; a has run 600 ms
+
+    // A snapshot hands over the counts and samples recorded since the last one.
+    let got = named_values(&snapshotter);
+    assert!(
+        matches!(got[WORKQUEUE_ADDS_TOTAL], DebugValue::Counter(2)),
+        "{got:?}"
+    );
+    assert_eq!(
+        histogram(&got, WORKQUEUE_QUEUE_DURATION_SECONDS),
+        [ms(50), ms(650)]
+    );
+    // Summed as b was handed out, 600 ms after the first sum: a is 600 ms old, b new.
+    assert_eq!(gauge(&got, WORKQUEUE_UNFINISHED_WORK_SECONDS), ms(600));
+    assert_eq!(
+        gauge(&got, WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS),
+        ms(600)
+    );
+
+    tokio::time::advance(Duration::from_millis(25)).await;
+    queue.done(&a);
+    queue.done(&b);
+    queue.add_after("c".to_owned(), Duration::from_secs(1));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(queue.get().await.as_deref(), Some("c"));
+    drop(guard);
+
+    let got = named_values(&snapshotter);
+    assert!(
+        matches!(got[WORKQUEUE_ADDS_TOTAL], DebugValue::Counter(1)),
+        "{got:?}"
+    );
+    assert!(
+        matches!(got[WORKQUEUE_RETRIES_TOTAL], DebugValue::Counter(1)),
+        "{got:?}"
+    );
+    assert_eq!(gauge(&got, WORKQUEUE_DEPTH), 0.0);
+    assert_eq!(histogram(&got, WORKQUEUE_QUEUE_DURATION_SECONDS), [0.0]);
+    assert_eq!(
+        histogram(&got, WORKQUEUE_WORK_DURATION_SECONDS),
+        [ms(625), ms(25)]
+    );
+}
+
+/// The values a snapshot hands over, by metric name; every metric is labelled `deployments`.
+fn named_values(snapshotter: &metrics_util::debugging::Snapshotter) -> HashMap<String, DebugValue> {
+    snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let labels: Vec<_> = key.key().labels().map(|l| l.value().to_owned()).collect();
+            assert_eq!(labels, ["deployments"], "{key:?}");
+            (key.key().name().to_owned(), value)
+        })
+        .collect()
+}
+
+/// The samples of histogram `name`.
+fn histogram(got: &HashMap<String, DebugValue>, name: &str) -> Vec<f64> {
+    match &got[name] {
+        DebugValue::Histogram(v) => v.iter().map(|f| f.0).collect(),
+        other => panic!("{name}: {other:?}"),
+    }
+}
+
+/// The value of gauge `name`.
+fn gauge(got: &HashMap<String, DebugValue>, name: &str) -> f64 {
+    match &got[name] {
+        DebugValue::Gauge(g) => g.0,
+        other => panic!("{name}: {other:?}"),
+    }
+}
