@@ -45,14 +45,24 @@
 //! | `kcache_informer_events_distributed_total` | counter | `name`, `event` | events the cache's changes raised for the handlers, each counted once however many handlers hear it (a late handler's replay is not counted) |
 //! | `kcache_informer_handler_buffer_depth` | gauge | `name`, `handler` | events waiting in a handler's buffer, the one being handled included ([`Registration::buffer_depth`](crate::Registration::buffer_depth)); handlers of one name add up |
 //! | `kcache_informer_handler_panics_total` | counter | `name`, `handler` | callbacks that panicked (each event skipped) |
+//! | `kcache_workqueue_depth` | gauge | `name` | keys of a named work queue waiting to be handed out |
+//! | `kcache_workqueue_adds_total` | counter | `name` | keys queued (an add of a waiting key is not counted) |
+//! | `kcache_workqueue_queue_duration_seconds` | histogram | `name` | from a key's queuing to its hand-out |
+//! | `kcache_workqueue_work_duration_seconds` | histogram | `name` | from a key's hand-out to its `done` |
+//! | `kcache_workqueue_retries_total` | counter | `name` | `add_after` calls, rate-limited requeues included |
+//! | `kcache_workqueue_unfinished_work_seconds` | gauge | `name` | summed age of the keys being processed (recomputed at most every 500 ms) |
+//! | `kcache_workqueue_longest_running_processor_seconds` | gauge | `name` | age of the oldest key being processed (likewise) |
+//! | `kcache_reconcile_total` | counter | `name`, `result` | reconciles of a [`ReconcileRunner`](crate::ReconcileRunner) by outcome: `success`, `requeue`, `requeue_after`, `error`, `terminal`, `panic` |
+//! | `kcache_reconcile_duration_seconds` | histogram | `name` | how long each reconcile took |
+//! | `kcache_reconcile_active_workers` | gauge | `name` | workers reconciling now |
 //!
 //! The reflector's and the queues' names are also constants of [`reflector`] and [`queue`]
 //! (`kcache_reflector::metrics`, `kcache_queue::metrics`, re-exported here); [`ALL`] lists
 //! every name. Event streams ([`subscribe`](crate::SharedIndexInformer::subscribe)) have no
 //! handler name and record no handler metrics.
 //!
-//! The work queue and reconcile runner follow the same scheme: `kcache_workqueue_*{name}`
-//! (client-go's `workqueue_*` metrics) and `kcache_reconcile_*{name}`.
+//! A runner's work queue and its reconciles carry the runner's name
+//! ([`ReconcileRunnerBuilder::name`](crate::ReconcileRunnerBuilder::name)).
 //!
 //! # Example
 //!
@@ -91,7 +101,19 @@ pub const HANDLER_BUFFER_DEPTH: &str = "kcache_informer_handler_buffer_depth";
 /// Counter (`name`, `handler`): callbacks that panicked.
 pub const HANDLER_PANICS_TOTAL: &str = "kcache_informer_handler_panics_total";
 
-/// Every metric kcache records (reflector, queue and informer), in the order of the table.
+/// The label of a reconcile's outcome: `success`, `requeue`, `requeue_after`, `error`,
+/// `terminal` or `panic`.
+pub const RESULT_LABEL: &str = "result";
+/// Counter (`name`, `result`): reconciles of a [`ReconcileRunner`](crate::ReconcileRunner), by
+/// outcome.
+pub const RECONCILE_TOTAL: &str = "kcache_reconcile_total";
+/// Histogram (`name`): how long each reconcile took.
+pub const RECONCILE_DURATION_SECONDS: &str = "kcache_reconcile_duration_seconds";
+/// Gauge (`name`): workers reconciling now.
+pub const RECONCILE_ACTIVE_WORKERS: &str = "kcache_reconcile_active_workers";
+
+/// Every metric kcache records (reflector, queues, informer, reconcile runner), in the order of
+/// the table.
 pub const ALL: &[&str] = &[
     reflector::LISTS_TOTAL,
     reflector::LIST_ERRORS_TOTAL,
@@ -108,6 +130,16 @@ pub const ALL: &[&str] = &[
     EVENTS_DISTRIBUTED_TOTAL,
     HANDLER_BUFFER_DEPTH,
     HANDLER_PANICS_TOTAL,
+    queue::WORKQUEUE_DEPTH,
+    queue::WORKQUEUE_ADDS_TOTAL,
+    queue::WORKQUEUE_QUEUE_DURATION_SECONDS,
+    queue::WORKQUEUE_WORK_DURATION_SECONDS,
+    queue::WORKQUEUE_RETRIES_TOTAL,
+    queue::WORKQUEUE_UNFINISHED_WORK_SECONDS,
+    queue::WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS,
+    RECONCILE_TOTAL,
+    RECONCILE_DURATION_SECONDS,
+    RECONCILE_ACTIVE_WORKERS,
 ];
 
 /// Describes every kcache metric (help text, unit) to the installed recorder, for exporters
@@ -128,6 +160,62 @@ pub fn describe() {
         HANDLER_PANICS_TOTAL,
         "Handler callbacks that panicked (each event skipped)."
     );
+    metrics::describe_counter!(RECONCILE_TOTAL, "Reconciles, by outcome.");
+    metrics::describe_histogram!(
+        RECONCILE_DURATION_SECONDS,
+        metrics::Unit::Seconds,
+        "How long each reconcile took."
+    );
+    metrics::describe_gauge!(RECONCILE_ACTIVE_WORKERS, "Workers reconciling now.");
+}
+
+/// The handles of a reconcile runner's metrics, registered when it runs.
+#[derive(Debug)]
+pub(crate) struct ReconcileMetrics {
+    outcomes: [Counter; 6],
+    duration: metrics::Histogram,
+    active: Gauge,
+}
+
+/// The outcomes [`RESULT_LABEL`] takes, in the order of [`ReconcileMetrics::outcomes`].
+pub(crate) const OUTCOMES: [&str; 6] = [
+    "success",
+    "requeue",
+    "requeue_after",
+    "error",
+    "terminal",
+    "panic",
+];
+
+impl ReconcileMetrics {
+    /// Registers the metrics of runner `name` with the recorder in place.
+    pub(crate) fn new(name: &str) -> Self {
+        Self {
+            outcomes: OUTCOMES.map(|result| {
+                metrics::counter!(
+                    RECONCILE_TOTAL,
+                    NAME_LABEL => name.to_owned(),
+                    RESULT_LABEL => result
+                )
+            }),
+            duration: metrics::histogram!(RECONCILE_DURATION_SECONDS, NAME_LABEL => name.to_owned()),
+            active: metrics::gauge!(RECONCILE_ACTIVE_WORKERS, NAME_LABEL => name.to_owned()),
+        }
+    }
+
+    /// A worker started a reconcile.
+    pub(crate) fn started(&self) {
+        self.active.increment(1.0);
+    }
+
+    /// A reconcile ended with outcome `OUTCOMES[outcome]` after `took`.
+    pub(crate) fn ended(&self, outcome: usize, took: std::time::Duration) {
+        self.active.decrement(1.0);
+        self.duration.record(took.as_secs_f64());
+        if let Some(c) = self.outcomes.get(outcome) {
+            c.increment(1);
+        }
+    }
 }
 
 /// The handles of an informer's own metrics, registered when it starts.

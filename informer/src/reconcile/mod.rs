@@ -23,6 +23,7 @@ pub use self::action::{Action, TerminalError};
 pub use self::enqueue::Owns;
 use self::enqueue::{EnqueueMapped, EnqueueObject, EnqueueOwners, MapFn};
 use self::worker::Worker;
+use crate::metrics::ReconcileMetrics;
 use crate::{BoxError, Error, Result, SharedIndexInformer};
 
 /// How long [`ReconcileRunner::run`] waits for the caches to sync by default (as
@@ -208,6 +209,7 @@ impl Serving {
         }
         tracing::info!(runner = %self.name, workers = self.workers, "caches synced; starting workers");
         let reconcile = Arc::new(reconcile);
+        let metrics = Arc::new(ReconcileMetrics::new(&self.name));
         let mut workers = JoinSet::new();
         for id in 0..self.workers {
             let worker = Worker {
@@ -217,6 +219,7 @@ impl Serving {
                 reconcile: Arc::clone(&reconcile),
                 ctx: Arc::clone(&ctx),
                 cancel: cancel.clone(),
+                metrics: Arc::clone(&metrics),
             };
             workers.spawn(worker.run());
         }

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Action, TerminalError};
 use crate::BoxError;
 use crate::handler_panic::panic_message;
+use crate::metrics::ReconcileMetrics;
 
 pub(super) struct Worker<F, Ctx> {
     pub(super) id: usize,
@@ -22,6 +23,7 @@ pub(super) struct Worker<F, Ctx> {
     pub(super) reconcile: Arc<F>,
     pub(super) ctx: Arc<Ctx>,
     pub(super) cancel: CancellationToken,
+    pub(super) metrics: Arc<ReconcileMetrics>,
 }
 
 impl<F, Fut, Ctx> Worker<F, Ctx>
@@ -51,14 +53,23 @@ where
     }
 
     async fn reconcile_one(&self, key: &ObjectKey) {
+        self.metrics.started();
+        let started = tokio::time::Instant::now();
         let fut = (self.reconcile)(key.clone(), Arc::clone(&self.ctx));
         let outcome = AssertUnwindSafe(fut).catch_unwind().await;
-        match outcome {
-            Ok(Ok(Action::Done)) => self.queue.forget(key),
-            Ok(Ok(Action::Requeue)) => self.queue.add_rate_limited(key.clone()),
+        let result = match outcome {
+            Ok(Ok(Action::Done)) => {
+                self.queue.forget(key);
+                0
+            }
+            Ok(Ok(Action::Requeue)) => {
+                self.queue.add_rate_limited(key.clone());
+                1
+            }
             Ok(Ok(Action::RequeueAfter(delay))) => {
                 self.queue.forget(key);
                 self.queue.add_after(key.clone(), delay);
+                2
             }
             Ok(Err(e)) if e.downcast_ref::<TerminalError>().is_some() => {
                 tracing::error!(
@@ -68,6 +79,7 @@ where
                     error = %ErrorChain(&*e),
                     "reconcile failed for good; not retried until the object changes"
                 );
+                4
             }
             Ok(Err(e)) => {
                 let retries = self.queue.num_requeues(key);
@@ -80,6 +92,7 @@ where
                     "reconcile failed; retrying with backoff"
                 );
                 self.queue.add_rate_limited(key.clone());
+                3
             }
             Err(panic) => {
                 tracing::error!(
@@ -90,7 +103,9 @@ where
                     "reconcile panicked; retrying with backoff"
                 );
                 self.queue.add_rate_limited(key.clone());
+                5
             }
-        }
+        };
+        self.metrics.ended(result, started.elapsed());
     }
 }

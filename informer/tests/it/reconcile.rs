@@ -447,3 +447,107 @@ async fn caches_that_do_not_sync_in_time_fail_the_run() {
     );
     assert_eq!(started.elapsed(), Duration::from_secs(5));
 }
+
+/// The runner's metrics, as controller-runtime's `controller_runtime_reconcile_total{result}`
+/// and its work queue's: each reconcile counted by outcome and timed, the work queue's
+/// metrics under the runner's name.
+#[tokio::test(start_paused = true)]
+async fn a_runner_records_its_reconciles_and_its_work_queue() {
+    use kcache_informer::metrics::{
+        RECONCILE_ACTIVE_WORKERS, RECONCILE_DURATION_SECONDS, RECONCILE_TOTAL,
+    };
+    use kcache_queue::metrics::{WORKQUEUE_ADDS_TOTAL, WORKQUEUE_RETRIES_TOTAL};
+    use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let guard = metrics::set_default_local_recorder(&recorder);
+    let (fake, inf) = informer(Duration::ZERO);
+    fake.add(pod("ns", "a"));
+    fake.add(pod("ns", "b"));
+    let runner = ReconcileRunner::builder(&inf)
+        .name("widgets")
+        .build()
+        .unwrap();
+    let (stop_informer, informer_run) = start(&inf);
+    let cancel = CancellationToken::new();
+    let failed = Arc::new(AtomicUsize::new(0));
+    let running = tokio::spawn({
+        let failed = Arc::clone(&failed);
+        runner.run(
+            Arc::new(()),
+            move |key: ObjectKey, _| {
+                let fail = key.as_str() == "ns/b" && failed.fetch_add(1, Ordering::SeqCst) == 0;
+                async move {
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                    if fail {
+                        return Err::<Action, BoxError>("once".into());
+                    }
+                    Ok(Action::Done)
+                }
+            },
+            cancel.clone(),
+        )
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    cancel.cancel();
+    running.await.unwrap().unwrap();
+    stop_informer.cancel();
+    informer_run.await.unwrap().unwrap();
+    drop(guard);
+
+    let mut counters = BTreeMap::new();
+    let mut durations = Vec::new();
+    let mut active = None;
+    for (key, _, _, value) in snapshotter.snapshot().into_vec() {
+        let key = key.key();
+        let label = |l: &str| {
+            key.labels()
+                .find(|x| x.key() == l)
+                .map(|x| x.value().to_owned())
+        };
+        if !key.name().starts_with("kcache_reconcile")
+            && !key.name().starts_with("kcache_workqueue")
+        {
+            continue;
+        }
+        assert_eq!(label("name").as_deref(), Some("widgets"), "{key:?}");
+        match (key.name(), value) {
+            (RECONCILE_DURATION_SECONDS, DebugValue::Histogram(v)) => {
+                durations = v.iter().map(|f| f.0).collect();
+            }
+            (RECONCILE_ACTIVE_WORKERS, DebugValue::Gauge(g)) => active = Some(g.0),
+            (name, DebugValue::Counter(n)) => {
+                let result = label("result")
+                    .map(|r| format!("{{{r}}}"))
+                    .unwrap_or_default();
+                counters.insert(format!("{name}{result}"), n);
+            }
+            _ => {}
+        }
+    }
+    let count = |k: &str| counters.get(k).copied().unwrap_or(0);
+    assert_eq!(
+        count(&format!("{RECONCILE_TOTAL}{{success}}")),
+        2,
+        "{counters:?}"
+    );
+    assert_eq!(
+        count(&format!("{RECONCILE_TOTAL}{{error}}")),
+        1,
+        "{counters:?}"
+    );
+    assert_eq!(
+        count(&format!("{RECONCILE_TOTAL}{{panic}}")),
+        0,
+        "{counters:?}"
+    );
+    assert_eq!(
+        count(WORKQUEUE_ADDS_TOTAL),
+        3,
+        "a, b, and b's retry: {counters:?}"
+    );
+    assert_eq!(count(WORKQUEUE_RETRIES_TOTAL), 1, "{counters:?}");
+    assert_eq!(durations, [0.003; 3]);
+    assert_eq!(active, Some(0.0));
+}
