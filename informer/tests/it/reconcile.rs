@@ -40,6 +40,14 @@ impl Journal {
     fn leave(&self, key: &str) {
         self.running.lock().unwrap().remove(key);
     }
+    /// Records a run of `key` starting now that saw `rv`.
+    fn record(&self, key: &ObjectKey, rv: Option<String>) {
+        self.runs.lock().unwrap().push(Run {
+            key: key.to_string(),
+            at: Instant::now(),
+            rv,
+        });
+    }
     fn runs_of(&self, key: &str) -> Vec<Run> {
         self.runs
             .lock()
@@ -57,6 +65,19 @@ impl Journal {
         }
         last
     }
+}
+
+/// Cancels the runner, waits for it, then stops the informer and waits for it.
+async fn stop(
+    cancel: &CancellationToken,
+    running: tokio::task::JoinHandle<kcache_informer::Result<()>>,
+    stop_informer: &CancellationToken,
+    informer_run: tokio::task::JoinHandle<kcache_informer::Result<()>>,
+) {
+    cancel.cancel();
+    running.await.unwrap().unwrap();
+    stop_informer.cancel();
+    informer_run.await.unwrap().unwrap();
 }
 
 fn with_owner(ns: &str, name: &str, owner: &OwnerReference) -> DynamicObject {
@@ -108,11 +129,7 @@ async fn every_key_ends_reconciled_at_its_final_state_never_on_two_workers_at_on
                         .get_by_key(key.as_str())
                         .and_then(|o| o.resource_version().map(str::to_owned));
                     tokio::task::yield_now().await;
-                    journal.runs.lock().unwrap().push(Run {
-                        key: key.to_string(),
-                        at: Instant::now(),
-                        rv,
-                    });
+                    journal.record(&key, rv);
                     journal.leave(key.as_str());
                     Ok::<_, BoxError>(Action::Done)
                 }
@@ -164,10 +181,7 @@ async fn every_key_ends_reconciled_at_its_final_state_never_on_two_workers_at_on
         0,
         "reconciled before sync"
     );
-    cancel.cancel();
-    running.await.unwrap().unwrap();
-    stop_informer.cancel();
-    informer_run.await.unwrap().unwrap();
+    stop(&cancel, running, &stop_informer, informer_run).await;
 }
 
 /// client-go's default controller rate limiter under a reconcile that always fails: the key is
@@ -187,11 +201,7 @@ async fn a_failing_key_backs_off_exponentially_and_holds_back_no_other_key() {
         runner.run(
             Arc::new(()),
             move |key: ObjectKey, _| {
-                journal.runs.lock().unwrap().push(Run {
-                    key: key.to_string(),
-                    at: Instant::now(),
-                    rv: None,
-                });
+                journal.record(&key, None);
                 async move {
                     if key.as_str() == "ns/bad" {
                         return Err::<Action, BoxError>("the server said no".into());
@@ -215,10 +225,7 @@ async fn a_failing_key_backs_off_exponentially_and_holds_back_no_other_key() {
         1,
         "reconciled once, not retried"
     );
-    cancel.cancel();
-    running.await.unwrap().unwrap();
-    stop_informer.cancel();
-    informer_run.await.unwrap().unwrap();
+    stop(&cancel, running, &stop_informer, informer_run).await;
 }
 
 /// controller-runtime: `RequeueAfter` runs the key again after the delay and forgets its
@@ -241,11 +248,7 @@ async fn each_outcome_requeues_as_controller_runtime_does() {
             Arc::new(()),
             move |key: ObjectKey, _| {
                 let n = journal.runs_of(key.as_str()).len();
-                journal.runs.lock().unwrap().push(Run {
-                    key: key.to_string(),
-                    at: Instant::now(),
-                    rv: None,
-                });
+                journal.record(&key, None);
                 async move {
                     match (key.as_str(), n) {
                         ("ns/a", 0 | 1 | 4) => Err("try again".into()),
@@ -279,10 +282,7 @@ async fn each_outcome_requeues_as_controller_runtime_does() {
     let panics = journal.runs_of("ns/panics");
     assert_eq!(panics.len(), 2, "retried once after the panic, then done");
     assert_eq!(panics[1].at - panics[0].at, ms(5));
-    cancel.cancel();
-    running.await.unwrap().unwrap();
-    stop_informer.cancel();
-    informer_run.await.unwrap().unwrap();
+    stop(&cancel, running, &stop_informer, informer_run).await;
 }
 
 /// Shutdown: a reconcile that is running when `cancel` fires finishes, no other starts, and
@@ -371,11 +371,7 @@ async fn owner_runs(owns: Owns) -> usize {
         runner.run(
             Arc::new(()),
             move |key: ObjectKey, _| {
-                journal.runs.lock().unwrap().push(Run {
-                    key: key.to_string(),
-                    at: Instant::now(),
-                    rv: None,
-                });
+                journal.record(&key, None);
                 async { Ok::<_, BoxError>(Action::Done) }
             },
             cancel.clone(),
@@ -490,10 +486,7 @@ async fn a_runner_records_its_reconciles_and_its_work_queue() {
         )
     });
     tokio::time::sleep(Duration::from_secs(1)).await;
-    cancel.cancel();
-    running.await.unwrap().unwrap();
-    stop_informer.cancel();
-    informer_run.await.unwrap().unwrap();
+    stop(&cancel, running, &stop_informer, informer_run).await;
     drop(guard);
 
     let mut counters = BTreeMap::new();
