@@ -100,6 +100,17 @@ impl Error {
         self.status().is_some_and(Status::is_gone)
     }
 
+    /// A 409: the object changed since it was read (`Conflict`), or already exists
+    /// (`AlreadyExists`): an optimistic write lost ([`Status::is_conflict`]).
+    pub fn is_conflict(&self) -> bool {
+        self.status().is_some_and(Status::is_conflict)
+    }
+
+    /// A 404: the object does not exist ([`Status::is_not_found`]).
+    pub fn is_not_found(&self) -> bool {
+        self.status().is_some_and(Status::is_not_found)
+    }
+
     /// Reason `Expired` exactly ([`Status::is_expired`]).
     pub fn is_expired(&self) -> bool {
         self.status().is_some_and(Status::is_expired)

@@ -175,6 +175,17 @@ impl Status {
         self.reason.as_deref() == Some(reason)
     }
 
+    /// A 409: code 409, or reason `Conflict` or `AlreadyExists` (client-go's `IsConflict` and
+    /// `IsAlreadyExists`).
+    pub fn is_conflict(&self) -> bool {
+        self.code == Some(409) || self.has_reason("Conflict") || self.has_reason("AlreadyExists")
+    }
+
+    /// A 404: code 404 or reason `NotFound` (client-go's `IsNotFound`).
+    pub fn is_not_found(&self) -> bool {
+        self.code == Some(404) || self.has_reason("NotFound")
+    }
+
     /// Reason `Expired` (client-go's `IsResourceExpired`): what the pager's full-list fallback keys on.
     pub fn is_expired(&self) -> bool {
         self.has_reason(EXPIRED)
