@@ -30,6 +30,9 @@ pub enum Error {
         /// The timeout.
         after: std::time::Duration,
     },
+    /// A [`LeaderElector`](crate::LeaderElector)'s timing or identity is invalid.
+    #[error("invalid leader election configuration: {0}")]
+    LeaderElectionConfig(String),
     /// The operating system refused a thread (for a handler, or for an informer that runs on
     /// its own thread, with its runtime), or the informer's own thread died.
     #[error("informer thread failure")]

@@ -76,6 +76,7 @@ mod event;
 mod factory;
 mod handler;
 mod handler_panic;
+mod leader;
 mod listener;
 pub mod metrics;
 mod process;
@@ -94,6 +95,10 @@ pub use self::error::{Error, Result};
 pub use self::event::Event;
 pub use self::factory::InformerFactory;
 pub use self::handler::{FilteringHandler, HandlerFuncs, ResourceEventHandler};
+pub use self::leader::{
+    DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElector,
+    LeaderElectorBuilder,
+};
 pub use self::read_only::ReadOnlyIndexer;
 pub use self::reconcile::{
     Action, DEFAULT_CACHE_SYNC_TIMEOUT, Owns, ReconcileRunner, ReconcileRunnerBuilder,

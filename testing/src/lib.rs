@@ -21,6 +21,7 @@
 //!
 //! kcache's own crates use these from their tests; they are public so users can too.
 
+mod fake_lease;
 mod fake_lister_watcher;
 mod log_capture;
 #[cfg(feature = "invariants")]
@@ -32,6 +33,7 @@ mod work_queue_model;
 pub mod generated;
 pub mod workload;
 
+pub use self::fake_lease::FakeLease;
 pub use self::fake_lister_watcher::{
     FakeHandle, FakeListerWatcher, FakeObject, FakeRequest, Undecodable, WatchListSupport,
     wait_until,

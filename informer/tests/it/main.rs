@@ -6,6 +6,7 @@
 
 mod controller;
 mod disconnect;
+mod leader;
 mod lifecycle;
 mod metrics;
 mod model;
