@@ -6,24 +6,40 @@ use std::sync::Arc;
 use kcache_queue::WorkQueue;
 use kcache_store::{Object, ObjectKey, ObjectOrTombstone, OwnerReference};
 
-use crate::{ReadOnlyIndexer, ResourceEventHandler};
+use crate::{ReadOnlyIndexer, ResourceEventHandler, ShardFilter};
+
+/// Where the handlers put keys: the runner's work queue, leaving out the keys of shards this
+/// replica does not hold.
+#[derive(Clone)]
+pub(crate) struct Keys {
+    pub(crate) queue: WorkQueue<ObjectKey>,
+    pub(crate) shards: Option<ShardFilter>,
+}
+
+impl Keys {
+    pub(crate) fn add(&self, key: ObjectKey) {
+        if self.shards.as_ref().is_none_or(|f| f.owns(key.as_str())) {
+            self.queue.add(key);
+        }
+    }
+}
 
 /// Enqueues the key of every primary object that is added, changed or deleted (a tombstone's
 /// key too; controller-runtime's `EnqueueRequestForObject`).
 pub(crate) struct EnqueueObject {
-    pub(crate) queue: WorkQueue<ObjectKey>,
+    pub(crate) keys: Keys,
     pub(crate) name: String,
 }
 
 impl<T: Object> ResourceEventHandler<T> for EnqueueObject {
     fn on_add(&self, obj: &Arc<T>, _: bool) {
-        self.queue.add(obj.key());
+        self.keys.add(obj.key());
     }
     fn on_update(&self, _: &Arc<T>, new: &Arc<T>) {
-        self.queue.add(new.key());
+        self.keys.add(new.key());
     }
     fn on_delete(&self, obj: &ObjectOrTombstone<T>) {
-        self.queue.add(obj.key());
+        self.keys.add(obj.key());
     }
     fn name(&self) -> &str {
         &self.name
@@ -68,7 +84,7 @@ impl Owns {
 /// Enqueues the keys of the primary objects an owned object names as its owners, for the old
 /// and the new state of an update and for the last known state of a deletion.
 pub(crate) struct EnqueueOwners<P> {
-    pub(crate) queue: WorkQueue<ObjectKey>,
+    pub(crate) keys: Keys,
     pub(crate) owns: Owns,
     /// The primary cache, which tells whether an owner is namespaced or cluster-scoped.
     pub(crate) primary: ReadOnlyIndexer<P>,
@@ -79,7 +95,7 @@ impl<P: Object> EnqueueOwners<P> {
     fn enqueue<C: Object>(&self, child: &C) {
         for owner in child.owner_references() {
             if self.owns.matches(&owner) {
-                self.queue
+                self.keys
                     .add(self.owner_key(child.namespace(), &owner.name));
             }
         }
@@ -133,7 +149,7 @@ pub(crate) type MapFn<C> = Arc<dyn Fn(&C) -> Vec<ObjectKey> + Send + Sync>;
 /// Enqueues the keys a user's function maps an object of another kind to
 /// (controller-runtime's `Watches` with `EnqueueRequestsFromMapFunc`).
 pub(crate) struct EnqueueMapped<C> {
-    pub(crate) queue: WorkQueue<ObjectKey>,
+    pub(crate) keys: Keys,
     #[allow(
         clippy::type_complexity,
         reason = "a boxed closure, named where it is built"
@@ -145,7 +161,7 @@ pub(crate) struct EnqueueMapped<C> {
 impl<C: Object> EnqueueMapped<C> {
     fn enqueue(&self, obj: &C) {
         for key in (self.map)(obj) {
-            self.queue.add(key);
+            self.keys.add(key);
         }
     }
 }

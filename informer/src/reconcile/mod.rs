@@ -21,10 +21,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::action::{Action, TerminalError};
 pub use self::enqueue::Owns;
-use self::enqueue::{EnqueueMapped, EnqueueObject, EnqueueOwners, MapFn};
+use self::enqueue::{EnqueueMapped, EnqueueObject, EnqueueOwners, Keys, MapFn};
 use self::worker::Worker;
 use crate::metrics::ReconcileMetrics;
-use crate::{BoxError, Error, Result, SharedIndexInformer};
+use crate::{BoxError, Error, Result, ShardFilter, SharedIndexInformer};
 
 /// How long [`ReconcileRunner::run`] waits for the caches to sync by default (as
 /// controller-runtime's `CacheSyncTimeout`).
@@ -33,7 +33,10 @@ pub const DEFAULT_CACHE_SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// Subscribes one more informer for a runner: given its queue and its name.
-type MakeSource = Box<dyn FnOnce(&WorkQueue<ObjectKey>, &str) -> Result<Source> + Send>;
+type MakeSource = Box<dyn FnOnce(&Keys, &str) -> Result<Source> + Send>;
+
+/// Every key of the primary cache.
+type PrimaryKeys = Arc<dyn Fn() -> Vec<ObjectKey> + Send + Sync>;
 
 /// One informer feeding the queue, through an event stream: a future that resolves once the
 /// stream has yielded the informer's initial list, and the pump that turns its events into keys
@@ -102,6 +105,8 @@ struct Source {
 pub struct ReconcileRunner {
     name: String,
     queue: WorkQueue<ObjectKey>,
+    keys: Keys,
+    primary_keys: PrimaryKeys,
     workers: usize,
     cache_sync_timeout: Duration,
     sources: Vec<Source>,
@@ -114,6 +119,7 @@ pub struct ReconcileRunnerBuilder<P: Object> {
     workers: usize,
     cache_sync_timeout: Duration,
     rate_limiter: Option<Arc<dyn RateLimiter<ObjectKey>>>,
+    shards: Option<ShardFilter>,
     extra: Vec<MakeSource>,
 }
 
@@ -126,6 +132,7 @@ impl ReconcileRunner {
             workers: 1,
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
             rate_limiter: None,
+            shards: None,
             extra: Vec::new(),
         }
     }
@@ -159,11 +166,16 @@ impl ReconcileRunner {
         let Self {
             name,
             queue,
+            keys,
+            primary_keys,
             workers,
             cache_sync_timeout,
             sources,
         } = self;
         let mut pumps = JoinSet::new();
+        if let Some(filter) = keys.shards.clone() {
+            pumps.spawn(requeue_acquired(filter, keys.clone(), primary_keys));
+        }
         let mut synced = Vec::with_capacity(sources.len());
         for s in sources {
             pumps.spawn(s.pump);
@@ -172,6 +184,7 @@ impl ReconcileRunner {
         let serving = Serving {
             name,
             queue: queue.clone(),
+            shards: keys.shards.clone(),
             workers,
             cache_sync_timeout,
         };
@@ -187,6 +200,7 @@ impl ReconcileRunner {
 struct Serving {
     name: String,
     queue: WorkQueue<ObjectKey>,
+    shards: Option<ShardFilter>,
     workers: usize,
     cache_sync_timeout: Duration,
 }
@@ -220,6 +234,7 @@ impl Serving {
                 ctx: Arc::clone(&ctx),
                 cancel: cancel.clone(),
                 metrics: Arc::clone(&metrics),
+                shards: self.shards.clone(),
             };
             workers.spawn(worker.run());
         }
@@ -301,14 +316,24 @@ impl<P: Object> ReconcileRunnerBuilder<P> {
         self
     }
 
+    /// Reconciles only the keys of the shards this replica holds in `filter` (held through a
+    /// [`ShardedElection`](crate::ShardedElection)): others are not queued, a key whose shard
+    /// was lost meanwhile is dropped when a worker takes it, and when a shard is acquired every
+    /// cached key of it is queued (the new holder starts with a full reconcile).
+    #[must_use]
+    pub fn shards(mut self, filter: &ShardFilter) -> Self {
+        self.shards = Some(filter.clone());
+        self
+    }
+
     /// Reconciles the owner of every object of `owned` that changes, found through its owner
     /// references (controller-runtime's `Owns`): a pod's change reconciles its deployment.
     #[must_use]
     pub fn owns<C: Object>(mut self, owned: &SharedIndexInformer<C>, owns: Owns) -> Self {
         let (owned, primary) = (owned.clone(), self.primary.indexer());
-        self.extra.push(Box::new(move |queue, runner| {
+        self.extra.push(Box::new(move |keys, runner| {
             let handler = EnqueueOwners {
-                queue: queue.clone(),
+                keys: keys.clone(),
                 owns: owns.clone(),
                 primary,
                 name: format!("{runner}: owners ({owns:?})"),
@@ -328,9 +353,9 @@ impl<P: Object> ReconcileRunnerBuilder<P> {
     ) -> Self {
         let other = other.clone();
         let map: MapFn<C> = Arc::new(map);
-        self.extra.push(Box::new(move |queue, runner| {
+        self.extra.push(Box::new(move |keys, runner| {
             let handler = EnqueueMapped {
-                queue: queue.clone(),
+                keys: keys.clone(),
                 map,
                 name: format!("{runner}: mapped"),
             };
@@ -350,20 +375,28 @@ impl<P: Object> ReconcileRunnerBuilder<P> {
             .name(self.name.clone())
             .rate_limiter(limiter)
             .build();
-        let primary = EnqueueObject {
+        let keys = Keys {
             queue: queue.clone(),
+            shards: self.shards.clone(),
+        };
+        let primary = EnqueueObject {
+            keys: keys.clone(),
             name: format!("{}: objects", self.name),
         };
         let mut sources = Vec::with_capacity(1 + self.extra.len());
         let built = std::iter::once(source(&self.primary, primary, "primary".to_owned()))
-            .chain(self.extra.into_iter().map(|make| make(&queue, &self.name)));
+            .chain(self.extra.into_iter().map(|make| make(&keys, &self.name)));
         for s in built {
             // On an error the sources built so far are dropped, unsubscribing them.
             sources.push(s?);
         }
+        let indexer = self.primary.indexer();
+        let primary_keys: PrimaryKeys = Arc::new(move || indexer.list_keys());
         Ok(ReconcileRunner {
             name: self.name,
             queue,
+            keys,
+            primary_keys,
             workers: self.workers,
             cache_sync_timeout: self.cache_sync_timeout,
             sources,
@@ -377,6 +410,19 @@ impl<P: Object> fmt::Debug for ReconcileRunnerBuilder<P> {
             .field("name", &self.name)
             .field("workers", &self.workers)
             .finish_non_exhaustive()
+    }
+}
+
+/// Queues the keys of the held shards whenever a shard is acquired.
+async fn requeue_acquired(filter: ShardFilter, keys: Keys, primary_keys: PrimaryKeys) {
+    let mut acquired = filter.watch_acquired();
+    loop {
+        for key in primary_keys() {
+            keys.add(key);
+        }
+        if acquired.changed().await.is_err() {
+            return;
+        }
     }
 }
 

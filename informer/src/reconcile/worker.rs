@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Action, TerminalError};
 use crate::BoxError;
+use crate::ShardFilter;
 use crate::handler_panic::panic_message;
 use crate::metrics::ReconcileMetrics;
 
@@ -24,6 +25,7 @@ pub(super) struct Worker<F, Ctx> {
     pub(super) ctx: Arc<Ctx>,
     pub(super) cancel: CancellationToken,
     pub(super) metrics: Arc<ReconcileMetrics>,
+    pub(super) shards: Option<ShardFilter>,
 }
 
 impl<F, Fut, Ctx> Worker<F, Ctx>
@@ -47,7 +49,16 @@ where
                 self.queue.done(&key);
                 return;
             }
+            // Sharded: only a key of a held shard runs, and its shard is not given up until it
+            // ends; a key of a shard lost since it was queued is dropped.
+            let in_flight = self.shards.as_ref().map(|f| f.begin(key.as_str()));
+            if let Some(None) = in_flight {
+                self.queue.forget(&key);
+                self.queue.done(&key);
+                continue;
+            }
             self.reconcile_one(&key).await;
+            drop(in_flight);
             self.queue.done(&key);
         }
     }

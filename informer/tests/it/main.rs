@@ -14,6 +14,7 @@ mod panics;
 mod reconcile;
 mod resync;
 mod send_sync;
+mod sharding;
 mod shutdown;
 mod stream;
 mod support;
