@@ -2,8 +2,11 @@
 //! credentials and TLS setup (and, with the `kube` feature, label selector conversions).
 //!
 //! List and watch calls return [`kcache_reflector::Error`] instead, as the
-//! [`ListerWatcher`](kcache_reflector::ListerWatcher) contract requires; a credential failure
-//! during a request becomes its [`Transport`](kcache_reflector::Error::Transport) source.
+//! [`ListerWatcher`](kcache_reflector::ListerWatcher) contract requires, and so do the reads and
+//! writes of [`ObjectClient`](crate::ObjectClient) and [`HttpLeaseLock`](crate::HttpLeaseLock)
+//! (one error type for every request, whose `is_conflict` and `is_not_found` read the server's
+//! `Status`); a credential failure during a request becomes its
+//! [`Transport`](kcache_reflector::Error::Transport) source.
 
 use std::io;
 use std::path::PathBuf;

@@ -1,5 +1,6 @@
 //! A hyper + rustls [`ListerWatcher`](kcache_reflector::ListerWatcher) for real Kubernetes API
-//! servers, with kubeconfig and in-cluster configuration.
+//! servers, with kubeconfig and in-cluster configuration, and the few writes controllers and
+//! leader election need.
 //!
 //! This crate sits above `kcache-store` and `kcache-reflector` and nothing in the workspace
 //! depends on it: the informer only sees the `ListerWatcher` trait, so this HTTP backend can be
@@ -20,6 +21,13 @@
 //!   ([`SkipManagedFields`]). Errors are [`kcache_reflector::Error`]s the reflector understands:
 //!   every non-2xx answer is an `Api` error with the server's `Status` (or one made from a text
 //!   body), so 410, 429 and `Retry-After` work.
+//! - [`ObjectClient`]: the few writes controllers need, over the same client, credentials,
+//!   errors and size limits: `get` (a 404 is `None`), `create`, `replace` (the object's
+//!   `resourceVersion` is the precondition), `patch` ([`Patch`]: JSON merge, JSON patch,
+//!   server-side apply) and `delete` (with [`Preconditions`]). A lost optimistic write is an
+//!   `Api` error whose [`is_conflict`](kcache_reflector::Error::is_conflict) is true.
+//! - [`HttpLeaseLock`]: leader election's [`LeaseLock`](kcache_reflector::LeaseLock) over a
+//!   `coordination.k8s.io/v1` Lease, without k8s-openapi.
 //!
 //! - With the `kube` feature, `KubeListerWatcher`: the same over a kube-rs `Client`.
 //!
@@ -111,8 +119,8 @@
 //!
 //! # Features
 //!
-//! - `k8s-openapi` (off by default): [`ApiResource::of`] and [`HttpListerWatcher::new`] for
-//!   k8s-openapi types. Pick a k8s-openapi version feature in your application, never in a
+//! - `k8s-openapi` (off by default): [`ApiResource::of`], [`HttpListerWatcher::new`] and
+//!   [`ObjectClient::new`] for k8s-openapi types. Pick a k8s-openapi version feature in your application, never in a
 //!   library.
 //! - `kube` (off by default): `kube::KubeListerWatcher`, the same lists, watches, decoding and
 //!   bounds over a kube-rs `Client` the application already has (see the `kube` module), and
@@ -125,6 +133,10 @@
     not(feature = "k8s-openapi"),
     doc = "[`HttpListerWatcher::new`]: HttpListerWatcher"
 )]
+#![cfg_attr(
+    not(feature = "k8s-openapi"),
+    doc = "[`ObjectClient::new`]: ObjectClient"
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
@@ -136,8 +148,10 @@ mod error;
 #[cfg(feature = "kube")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
 pub mod kube;
+mod lease_lock;
 mod lister_watcher;
 mod transport;
+mod write;
 
 pub use self::auth::impersonate::Impersonate;
 pub use self::auth::secret::Secret;
@@ -156,9 +170,13 @@ pub use self::error::{BoxError, Error, Result};
 #[cfg(feature = "kube")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
 pub use self::kube::{KubeListerWatcher, KubeListerWatcherBuilder};
+pub use self::lease_lock::HttpLeaseLock;
 pub use self::lister_watcher::{HttpListerWatcher, HttpListerWatcherBuilder};
 pub use self::transport::proxy::{Proxy, ProxyProtocol, ProxyUrl};
 pub use self::transport::{
     H2_PING_INTERVAL, H2_PING_TIMEOUT, HyperTransport, ResponseBody, Transport,
 };
+pub use self::write::object_client::{ObjectClient, ObjectClientBuilder};
+pub use self::write::patch::Patch;
+pub use self::write::preconditions::Preconditions;
 pub use kcache_store::ApiResource;

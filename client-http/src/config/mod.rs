@@ -144,8 +144,9 @@ pub struct Config {
     pub insecure_skip_tls_verify: bool,
     /// Bearer token, token file, basic or exec plugin.
     pub auth: Auth,
-    /// The bound on one list request, body included (default 60 s, the API server's own limit).
-    /// Watches have no total timeout.
+    /// The bound on one list request, body included (default 60 s, the API server's own limit),
+    /// and on each read or write of an [`ObjectClient`](crate::ObjectClient). Watches have no
+    /// total timeout.
     pub list_timeout: Duration,
     /// The bound on opening a TCP connection (default 30 s).
     pub connect_timeout: Duration,

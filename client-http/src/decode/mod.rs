@@ -1,5 +1,6 @@
 //! Decoding: list bodies (here and `list`), watch streams (`watch`), both as a lister-watcher
-//! reads them from a response (`response`), and the two deserializer wrappers
+//! reads them from a response (`response`), single objects read and written by
+//! [`ObjectClient`](crate::ObjectClient) (`object`), and the two deserializer wrappers
 //! every decode can use, `managed_fields` (skip `metadata.managedFields` unbuilt) and
 //! `exact_capacity` (size every vector exactly), over the shared forwarding of `forward`.
 //!
@@ -15,6 +16,7 @@ pub(crate) mod exact_capacity;
 pub(crate) mod forward;
 pub(crate) mod list;
 pub(crate) mod managed_fields;
+pub(crate) mod object;
 pub(crate) mod response;
 pub(crate) mod setters;
 pub(crate) mod watch;

@@ -1,9 +1,10 @@
-//! Sans-IO request building: the URL and headers of list and watch requests.
+//! Sans-IO request building: the URLs and headers of list and watch requests, and of the
+//! single-object reads and writes of [`ObjectClient`](crate::ObjectClient).
 //!
 //! Nothing here touches a socket, so it is unit-tested on its own.
 
 use bytes::Bytes;
-use http::header::{ACCEPT, USER_AGENT};
+use http::header::{ACCEPT, CONTENT_TYPE, USER_AGENT};
 use http::{Method, Request};
 use kcache_reflector::ListOptions;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
@@ -15,6 +16,9 @@ use crate::ApiResource;
 /// one buffer anyway, so compression would cost CPU on both ends for loopback-fast clusters and
 /// needs a multi-member decoder to be correct.
 pub(crate) const ACCEPT_JSON: &str = "application/json";
+
+/// The `Content-Type` of a JSON request body (an object created or replaced, `DeleteOptions`).
+pub(crate) const CONTENT_TYPE_JSON: &str = "application/json";
 
 /// The user agent sent by default.
 pub(crate) const DEFAULT_USER_AGENT: &str = concat!("kcache/", env!("CARGO_PKG_VERSION"));
@@ -80,18 +84,64 @@ pub(crate) fn push_query(url: &mut String, opts: &ListOptions, watch: bool) {
     }
 }
 
+/// The full URL of the object `name` of `resource` on `base` (of its collection without a
+/// name), in `namespace` (ignored for cluster-scoped resources), the name percent-encoded as one
+/// path segment, then `params` (names as given, values encoded).
+pub(crate) fn object_url(
+    base: &str,
+    resource: &ApiResource,
+    namespace: Option<&str>,
+    name: Option<&str>,
+    params: &[(&str, &str)],
+) -> String {
+    let mut url = String::with_capacity(128);
+    url.push_str(base.trim_end_matches('/'));
+    url.push_str(&resource.collection_path(namespace));
+    if let Some(name) = name {
+        url.push('/');
+        encode_query_value(&mut url, name);
+    }
+    let mut sep = '?';
+    for (param, value) in params {
+        url.push(sep);
+        sep = '&';
+        url.push_str(param);
+        url.push('=');
+        encode_query_value(&mut url, value);
+    }
+    url
+}
+
 /// A GET request for `url` with the default headers.
 ///
 /// # Errors
 ///
 /// When `url` is not a valid URI.
 pub(crate) fn get(url: &str, user_agent: &str) -> Result<Request<Bytes>, http::Error> {
-    Request::builder()
-        .method(Method::GET)
+    request(Method::GET, url, user_agent, None)
+}
+
+/// A `method` request for `url` with the default headers and, when given, a body of its
+/// content type (`(content_type, body)`).
+///
+/// # Errors
+///
+/// When `url` is not a valid URI.
+pub(crate) fn request(
+    method: Method,
+    url: &str,
+    user_agent: &str,
+    body: Option<(&'static str, Bytes)>,
+) -> Result<Request<Bytes>, http::Error> {
+    let builder = Request::builder()
+        .method(method)
         .uri(url)
         .header(ACCEPT, ACCEPT_JSON)
-        .header(USER_AGENT, user_agent)
-        .body(Bytes::new())
+        .header(USER_AGENT, user_agent);
+    match body {
+        Some((content_type, body)) => builder.header(CONTENT_TYPE, content_type).body(body),
+        None => builder.body(Bytes::new()),
+    }
 }
 
 #[cfg(test)]
@@ -144,6 +194,48 @@ mod tests {
             collection_url("http://h", &pods(), None, &ListOptions::default(), false),
             "http://h/api/v1/pods"
         );
+    }
+
+    #[test]
+    fn object_urls_encode_the_name_and_the_parameters() {
+        assert_eq!(
+            object_url("http://h/", &pods(), Some("ns"), Some("web-0"), &[]),
+            "http://h/api/v1/namespaces/ns/pods/web-0"
+        );
+        let leases = ApiResource::new("coordination.k8s.io", "v1", "leases", true);
+        assert_eq!(
+            object_url(
+                "http://h",
+                &leases,
+                Some("kube-system"),
+                Some("a/b c"),
+                &[("fieldManager", "my ctl"), ("force", "true")]
+            ),
+            "http://h/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/a%2Fb%20c\
+             ?fieldManager=my%20ctl&force=true"
+        );
+        let nodes = ApiResource::new("", "v1", "nodes", false);
+        assert_eq!(
+            object_url("http://h", &nodes, Some("ns"), None, &[]),
+            "http://h/api/v1/nodes"
+        );
+    }
+
+    #[test]
+    fn requests_with_a_body_carry_its_content_type() {
+        let r = request(
+            Method::PATCH,
+            "http://h/api/v1/namespaces/ns/pods/a",
+            "ua",
+            Some(("application/merge-patch+json", Bytes::from_static(b"{}"))),
+        )
+        .unwrap();
+        assert_eq!(r.method(), Method::PATCH);
+        assert_eq!(r.headers()[CONTENT_TYPE], "application/merge-patch+json");
+        assert_eq!(r.headers()[ACCEPT], "application/json");
+        assert_eq!(&r.body()[..], b"{}");
+        let r = request(Method::DELETE, "http://h/api/v1/nodes/n", "ua", None).unwrap();
+        assert!(r.headers().get(CONTENT_TYPE).is_none() && r.body().is_empty());
     }
 
     #[test]

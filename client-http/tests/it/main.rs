@@ -1,5 +1,5 @@
 //! Integration tests of kcache-client-http: the lister-watcher against the fake API server over
-//! HTTP and HTTPS (client certificates included), kubeconfig and in-cluster loading on fixture
+//! HTTP and HTTPS (client certificates included), the writes and the Lease lock, kubeconfig and in-cluster loading on fixture
 //! files, credentials (exec plugin bounds, client key checks, URL user-info, redaction), proxies
 //! and impersonation; with the `kube` feature, the same lists and watches over kube-rs's client. (Informers over HTTP are tested in kcache-testing-e2e.)
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
@@ -17,6 +17,7 @@ mod in_cluster;
 #[cfg(feature = "kube")]
 mod kube;
 mod kubeconfig;
+mod lease_lock;
 mod list_watch;
 mod mtls;
 mod proxy;
@@ -25,6 +26,7 @@ mod send_sync;
 mod support;
 mod transport;
 mod userinfo;
+mod writes;
 
 /// The error and its sources, joined with `: `.
 pub(crate) fn support_chain(e: &(dyn std::error::Error + 'static)) -> String {

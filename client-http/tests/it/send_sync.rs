@@ -1,12 +1,34 @@
-//! Public types are `Send + Sync + 'static`, so they can live in `Arc`s shared across tasks.
+//! Public types are `Send + Sync + 'static`, so they can live in `Arc`s shared across tasks, and
+//! the futures of `ObjectClient` are `Send`, so they can be spawned.
+
+use std::future::Future;
 
 use kcache_client_http::{
-    ApiResource, Client, Config, Error, HttpListerWatcher, HyperTransport, Identity, Kubeconfig,
-    Secret, WatchDecoder,
+    ApiResource, Client, Config, Error, HttpLeaseLock, HttpListerWatcher, HyperTransport, Identity,
+    Kubeconfig, ObjectClient, Patch, Preconditions, Secret, WatchDecoder,
 };
 use kcache_store::DynamicObject;
 
 fn assert_send_sync<T: Send + Sync + 'static>() {}
+
+fn assert_send<F: Future + Send>(_: F) {}
+
+#[test]
+fn object_client_futures_are_send() {
+    let config = Config::new("http://127.0.0.1:1".parse().unwrap());
+    let client = ObjectClient::<DynamicObject>::dynamic(
+        Client::new(config).unwrap(),
+        ApiResource::new("", "v1", "configmaps", true),
+    );
+    let object = DynamicObject::new(Some("ns"), "a");
+    let patch = Patch::Merge(serde_json::json!({}));
+    // Built, never polled.
+    assert_send(client.get("a"));
+    assert_send(client.create(&object));
+    assert_send(client.replace(&object));
+    assert_send(client.patch("a", &patch));
+    assert_send(client.delete("a", Some(&Preconditions::new())));
+}
 
 #[test]
 fn public_types_are_send_and_sync() {
@@ -20,4 +42,8 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<Secret>();
     assert_send_sync::<ApiResource>();
     assert_send_sync::<WatchDecoder<DynamicObject>>();
+    assert_send_sync::<ObjectClient<DynamicObject>>();
+    assert_send_sync::<HttpLeaseLock>();
+    assert_send_sync::<Patch>();
+    assert_send_sync::<Preconditions>();
 }

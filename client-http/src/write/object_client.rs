@@ -1,0 +1,370 @@
+//! [`ObjectClient`]: reads and writes single objects of one resource in one namespace through a
+//! [`Client`], with the same transport, credentials, errors and bounds as its lists and watches.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use bytes::Bytes;
+use http::{Method, Request};
+use kcache_reflector::Error;
+use kcache_store::Object;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::decode::object::{decode, is_status, read_body};
+use crate::transport::request::{CONTENT_TYPE_JSON, object_url, request};
+use crate::{ApiResource, Client, DEFAULT_MAX_EVENT_SIZE, Patch, Preconditions};
+
+/// Reads and writes objects of one resource type in one namespace: `get`, `create`, `replace`,
+/// `patch` and `delete`, what controllers and leader election need (client-go's typed clients,
+/// kube-rs's `Api<K>`, cut down to those five).
+///
+/// Built from a [`Client`] and an [`ApiResource`] ([`dynamic`](Self::dynamic), or
+/// [`builder`](Self::builder) to choose the namespace), or with the `k8s-openapi` feature from a
+/// k8s-openapi type (`ObjectClient::<ConfigMap>::new(client)`). The namespace is the client's
+/// default one (its kubeconfig context's, or its pod's) unless set; it is ignored for
+/// cluster-scoped resources. `T` is anything serde reads and writes: [`DynamicObject`], a
+/// k8s-openapi type, a custom resource type of your own.
+///
+/// Each call is one request, sent with the client's credentials and bounded by
+/// [`Config::list_timeout`](crate::Config::list_timeout) ([`Error::Timeout`]); the response
+/// holds one object of at most [`max_object_size`](ObjectClientBuilder::max_object_size)
+/// bytes ([`Error::Limit`]) and is decoded whole, `managedFields` included. Nothing is retried:
+/// what to do on a conflict is the caller's decision.
+///
+/// # Errors, and matching a conflict
+///
+/// The errors are the lister-watchers' [`kcache_reflector::Error`]s. Every non-2xx answer is an
+/// [`Error::Api`] with the server's `Status`, which the helpers read: [`Error::is_conflict`] (a
+/// 409: the resource version given as a precondition is stale, or a create found the name
+/// taken), [`Error::is_not_found`] (a 404), [`Error::status`] for the rest. A failed
+/// connection, or a request that cannot be built (an object that does not serialize, a replace
+/// of an object without a name), is an [`Error::Transport`]; an answer that is not a `T`, an
+/// [`Error::Decode`] naming the field that failed (never its value).
+///
+/// The optimistic-concurrency loop of a controller reads, changes and replaces, and starts
+/// again from a fresh read when it loses:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use kcache_client_http::{ApiResource, Client, Config, ObjectClient};
+/// use kcache_store::DynamicObject;
+/// use kcache_testing_server::FakeApiServer;
+/// use serde_json::json;
+///
+/// let server = FakeApiServer::start().await?;
+/// let client = Client::new(Config::new(server.url().parse()?))?;
+/// let configmaps = ObjectClient::<DynamicObject>::builder(
+///     client,
+///     ApiResource::new("", "v1", "configmaps", true),
+/// )
+/// .namespace("shop")
+/// .build();
+///
+/// let mut settings = DynamicObject::new(Some("shop"), "settings");
+/// settings.data.insert("data".into(), json!({"mode": "slow"}));
+/// let created = configmaps.create(&settings).await?;
+///
+/// // Someone else writes it in between...
+/// let mut theirs = created.clone();
+/// theirs.data.insert("data".into(), json!({"mode": "off"}));
+/// configmaps.replace(&theirs).await?;
+///
+/// // ...so a replace from the stale copy loses: a 409, typed.
+/// let mut ours = created;
+/// ours.data.insert("data".into(), json!({"mode": "fast"}));
+/// match configmaps.replace(&ours).await {
+///     Err(e) if e.is_conflict() => {
+///         // Read again and redo the change on the fresh copy.
+///         let mut fresh = configmaps.get("settings").await?.expect("it exists");
+///         fresh.data.insert("data".into(), json!({"mode": "fast"}));
+///         configmaps.replace(&fresh).await?;
+///     }
+///     other => panic!("expected a conflict, got {other:?}"),
+/// }
+/// let now = configmaps.get("settings").await?.expect("it exists");
+/// assert_eq!(now.data["data"]["mode"], "fast");
+/// # Ok(())
+/// # }
+/// ```
+///
+/// [`DynamicObject`]: kcache_store::DynamicObject
+pub struct ObjectClient<T> {
+    client: Client,
+    resource: ApiResource,
+    namespace: String,
+    max_object_size: usize,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for ObjectClient<T> {
+    fn clone(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            max_object_size: self.max_object_size,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T> fmt::Debug for ObjectClient<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectClient")
+            .field("resource", &self.resource)
+            .field("namespace", &self.namespace())
+            .field("max_object_size", &self.max_object_size)
+            .field("client", &self.client)
+            .finish()
+    }
+}
+
+/// Builds an [`ObjectClient`].
+#[must_use]
+pub struct ObjectClientBuilder<T> {
+    inner: ObjectClient<T>,
+}
+
+impl<T> fmt::Debug for ObjectClientBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ObjectClientBuilder")
+            .field(&self.inner)
+            .finish()
+    }
+}
+
+impl<T> ObjectClientBuilder<T> {
+    /// The namespace of the objects (ignored for cluster-scoped resources). The default is the
+    /// client's [`default_namespace`](Client::default_namespace).
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.inner.namespace = namespace.into();
+        self
+    }
+
+    /// The largest response accepted, in bytes: one object (default
+    /// [`DEFAULT_MAX_EVENT_SIZE`], the watch event limit). Past it a call fails with
+    /// [`Error::Limit`] and the rest of the body is not read.
+    pub fn max_object_size(mut self, bytes: usize) -> Self {
+        self.inner.max_object_size = bytes.max(1);
+        self
+    }
+
+    /// The object client.
+    pub fn build(self) -> ObjectClient<T> {
+        self.inner
+    }
+}
+
+impl<T> ObjectClient<T> {
+    /// A builder for `resource`, its objects read and written as `T` (e.g.
+    /// [`DynamicObject`](kcache_store::DynamicObject) or a type of your own).
+    pub fn builder(client: Client, resource: ApiResource) -> ObjectClientBuilder<T> {
+        let namespace = client.default_namespace().to_owned();
+        ObjectClientBuilder {
+            inner: Self {
+                client,
+                resource,
+                namespace,
+                max_object_size: DEFAULT_MAX_EVENT_SIZE,
+                _t: PhantomData,
+            },
+        }
+    }
+
+    /// An object client of `resource` in the client's default namespace, with the defaults.
+    pub fn dynamic(client: Client, resource: ApiResource) -> Self {
+        Self::builder(client, resource).build()
+    }
+
+    /// The resource read and written.
+    pub fn resource(&self) -> &ApiResource {
+        &self.resource
+    }
+
+    /// The namespace, or `None` for a cluster-scoped resource.
+    pub fn namespace(&self) -> Option<&str> {
+        self.resource.namespaced.then_some(self.namespace.as_str())
+    }
+
+    /// The URL of object `name` (or of the collection), with `params`.
+    fn url(&self, name: Option<&str>, params: &[(&str, &str)]) -> String {
+        object_url(
+            self.client.base_url(),
+            &self.resource,
+            self.namespace(),
+            name,
+            params,
+        )
+    }
+
+    /// A `method` request for `url` with `body` (its content type and bytes), if any.
+    fn request(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<(&'static str, Vec<u8>)>,
+    ) -> Result<Request<Bytes>, Error> {
+        let body = body.map(|(content_type, bytes)| (content_type, Bytes::from(bytes)));
+        request(method, url, self.client.user_agent(), body).map_err(Error::transport)
+    }
+
+    /// Sends `request` and reads the whole 2xx answer, within the client's request timeout
+    /// (a credential is made ready first, so an exec plugin's run does not count).
+    async fn execute(&self, request: Request<Bytes>) -> Result<Bytes, Error> {
+        let credential = self.client.ready_credentials().await?;
+        let work = async {
+            let response = self.client.send_with(request, Some(credential)).await?;
+            read_body(response.into_body(), self.max_object_size).await
+        };
+        tokio::time::timeout(self.client.list_timeout(), work)
+            .await
+            .map_err(|_| Error::Timeout)?
+    }
+}
+
+#[cfg(feature = "k8s-openapi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "k8s-openapi")))]
+impl<K: k8s_openapi::Resource> ObjectClient<K> {
+    /// An object client of the k8s-openapi type `K` in the client's default namespace.
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache_client_http::{Client, Config, ObjectClient};
+    ///
+    /// let client = Client::new(Config::infer()?)?;
+    /// let configmaps = ObjectClient::<ConfigMap>::new(client);
+    /// let settings: Option<ConfigMap> = configmaps.get("settings").await?;
+    /// # drop(settings); Ok(()) }
+    /// ```
+    pub fn new(client: Client) -> Self {
+        Self::builder(client, ApiResource::of::<K>()).build()
+    }
+
+    /// A builder for the k8s-openapi type `K`.
+    pub fn typed(client: Client) -> ObjectClientBuilder<K> {
+        Self::builder(client, ApiResource::of::<K>())
+    }
+}
+
+impl<T: DeserializeOwned> ObjectClient<T> {
+    /// The object `name`, or `None` when the server answers 404.
+    ///
+    /// A 404 is also what a server that does not serve the resource at all answers: `None`
+    /// then too.
+    ///
+    /// # Errors
+    ///
+    /// Any other non-2xx answer ([`Error::Api`]), the transport's, [`Error::Timeout`],
+    /// [`Error::Limit`], [`Error::Decode`]; see [matching errors](Self#errors-and-matching-a-conflict).
+    pub async fn get(&self, name: &str) -> Result<Option<T>, Error> {
+        let request = self.request(Method::GET, &self.url(Some(name), &[]), None)?;
+        match self.execute(request).await {
+            Ok(body) => decode(&body, "get response").map(Some),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Patches the object `name` and returns it as written. The [`Patch`] decides the content
+    /// type; server-side apply adds its `fieldManager` and `force` parameters (and creates the
+    /// object if it does not exist).
+    ///
+    /// # Errors
+    ///
+    /// A 404 when the object does not exist (but for apply), a 409 ([`Error::is_conflict`])
+    /// when a JSON patch's `test` fails or an apply without `force` meets another manager's
+    /// fields, 422 when the patched object is invalid ([`Error::Api`] for all), the
+    /// transport's, [`Error::Timeout`], [`Error::Limit`], [`Error::Decode`].
+    pub async fn patch(&self, name: &str, patch: &Patch) -> Result<T, Error> {
+        let body = patch.body().map_err(Error::transport)?;
+        let url = self.url(Some(name), &patch.params());
+        let request = self.request(Method::PATCH, &url, Some((patch.content_type(), body)))?;
+        decode(&self.execute(request).await?, "patch response")
+    }
+
+    /// Deletes the object `name`, if `preconditions` (resource version, uid) still hold.
+    ///
+    /// Returns the object when the server answers with it: its last state, or, when deletion
+    /// waits for finalizers or a grace period, the object with its `deletionTimestamp` set.
+    /// `None` when the server answers with a success `Status` instead (the object is gone and
+    /// its resource does not return deleted objects, which is the real server's default).
+    ///
+    /// # Errors
+    ///
+    /// A 404 when the object does not exist ([`Error::is_not_found`]: deleting what is already
+    /// gone is often fine), a 409 when a precondition fails ([`Error::is_conflict`]), any other
+    /// non-2xx answer ([`Error::Api`]), the transport's, [`Error::Timeout`], [`Error::Limit`],
+    /// [`Error::Decode`].
+    pub async fn delete(
+        &self,
+        name: &str,
+        preconditions: Option<&Preconditions>,
+    ) -> Result<Option<T>, Error> {
+        let body = match preconditions {
+            Some(p) => Some((
+                CONTENT_TYPE_JSON,
+                serde_json::to_vec(&p.delete_options()).map_err(Error::transport)?,
+            )),
+            None => None,
+        };
+        let request = self.request(Method::DELETE, &self.url(Some(name), &[]), body)?;
+        let body = self.execute(request).await?;
+        if is_status(&body) {
+            return Ok(None);
+        }
+        decode(&body, "delete response").map(Some)
+    }
+}
+
+impl<T: Serialize + DeserializeOwned> ObjectClient<T> {
+    /// Creates `object` in the namespace (its own `metadata.namespace` must be that one or
+    /// unset) and returns it as the server wrote it: with its uid, resource version and
+    /// defaults. A `metadata.generateName` without a name lets the server pick the name.
+    ///
+    /// # Errors
+    ///
+    /// A 409 `AlreadyExists` when the name is taken ([`Error::is_conflict`]), 422 when the
+    /// object is invalid, any other non-2xx answer ([`Error::Api`]), [`Error::Transport`] when
+    /// it does not serialize or the request fails, [`Error::Timeout`], [`Error::Limit`],
+    /// [`Error::Decode`].
+    pub async fn create(&self, object: &T) -> Result<T, Error> {
+        let body = serde_json::to_vec(object).map_err(Error::transport)?;
+        let request = self.request(
+            Method::POST,
+            &self.url(None, &[]),
+            Some((CONTENT_TYPE_JSON, body)),
+        )?;
+        decode(&self.execute(request).await?, "create response")
+    }
+}
+
+impl<T: Object + Serialize + DeserializeOwned> ObjectClient<T> {
+    /// Replaces the object named by `object`'s `metadata.name` with `object` (a PUT) and
+    /// returns it as written.
+    ///
+    /// `object`'s `metadata.resourceVersion` is the precondition: the server answers 409
+    /// `Conflict` when the object has changed since that version was read. Without one the
+    /// write is unconditional where the resource allows it (most built-in types do).
+    ///
+    /// # Errors
+    ///
+    /// A 409 on a stale resource version ([`Error::is_conflict`]), a 404 when the object does
+    /// not exist, any other non-2xx answer ([`Error::Api`]), [`Error::Transport`] when `object`
+    /// has no name or does not serialize, or the request fails, [`Error::Timeout`],
+    /// [`Error::Limit`], [`Error::Decode`]. See
+    /// [matching a conflict](Self#errors-and-matching-a-conflict).
+    pub async fn replace(&self, object: &T) -> Result<T, Error> {
+        let name = object
+            .name()
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| Error::transport("a replaced object needs a metadata.name"))?;
+        let body = serde_json::to_vec(object).map_err(Error::transport)?;
+        let url = self.url(Some(name), &[]);
+        let request = self.request(Method::PUT, &url, Some((CONTENT_TYPE_JSON, body)))?;
+        decode(&self.execute(request).await?, "replace response")
+    }
+}
