@@ -17,20 +17,33 @@ const SECTION: &str = "## Use it";
 /// The prefix of the README's dependency paths, replaced by this checkout's root.
 const CHECKOUT: &str = "path = \"kcache/";
 
-/// The README section that shows the controller example, the example's file, and the markers
-/// around the part of it the section shows.
-const CONTROLLER_SECTION: &str = "## A controller";
-const CONTROLLER_EXAMPLE: &str = "testing/e2e/examples/controller.rs";
-const CONTROLLER_MARKERS: (&str, &str) = ("// <README controller>\n", "// </README controller>");
+/// The README sections that show an example program: the section's heading, the example's
+/// file, and the markers around the part of it the section shows.
+const EXAMPLES: &[(&str, &str, &str, &str)] = &[
+    (
+        "## A controller",
+        "testing/e2e/examples/controller.rs",
+        "// <README controller>\n",
+        "// </README controller>",
+    ),
+    (
+        "## Past one replica",
+        "testing/e2e/examples/leader.rs",
+        "// <README leader>\n",
+        "// </README leader>",
+    ),
+];
 
 /// Builds the README's "Use it" blocks against the workspace at `root`, and checks that its
 /// controller section shows the example program as it is.
 pub(crate) fn run(root: &Path) -> Result<(), Failure> {
     let readme = fs::read_to_string(root.join("README.md"))
         .map_err(|e| Failure::new(format!("cannot read README.md: {e}")))?;
-    let example = fs::read_to_string(root.join(CONTROLLER_EXAMPLE))
-        .map_err(|e| Failure::new(format!("cannot read {CONTROLLER_EXAMPLE}: {e}")))?;
-    shows_the_example(&readme, &example)?;
+    for &(section, file, open, close) in EXAMPLES {
+        let example = fs::read_to_string(root.join(file))
+            .map_err(|e| Failure::new(format!("cannot read {file}: {e}")))?;
+        shows_the_example(&readme, &example, (section, file, open, close))?;
+    }
     let (dependencies, program) = use_it_blocks(&readme)?;
     // The workspace's target directory, shared so the kcache crates build once.
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -104,38 +117,32 @@ fn use_it_blocks(readme: &str) -> Result<(&str, &str), Failure> {
     Ok((dependencies, block("rust")?))
 }
 
-/// Whether the `rust` block of the README's controller section is the marked part of the
-/// example, so the README never shows code that is not the one built and run.
-fn shows_the_example(readme: &str, example: &str) -> Result<(), Failure> {
+/// Whether the `rust` block of the README's `section` is the marked part of the example
+/// `file`, so the README never shows code that is not the one built and run.
+fn shows_the_example(
+    readme: &str,
+    example: &str,
+    (section, file, open, close): (&str, &str, &str, &str),
+) -> Result<(), Failure> {
     let start = readme
-        .find(CONTROLLER_SECTION)
-        .ok_or_else(|| Failure::new(format!("README.md has no `{CONTROLLER_SECTION}` section")))?;
-    let section = &readme[start..];
-    let body = section
+        .find(section)
+        .ok_or_else(|| Failure::new(format!("README.md has no `{section}` section")))?;
+    let text = &readme[start..];
+    let body = text
         .find("```rust\n")
-        .map(|at| &section[at + "```rust\n".len()..])
+        .map(|at| &text[at + "```rust\n".len()..])
         .and_then(|b| b.find("```").map(|end| &b[..end]))
-        .ok_or_else(|| {
-            Failure::new(format!(
-                "`{CONTROLLER_SECTION}` has no closed ```rust block"
-            ))
-        })?;
-    let (open, close) = CONTROLLER_MARKERS;
+        .ok_or_else(|| Failure::new(format!("`{section}` has no closed ```rust block")))?;
     let marked = example
         .find(open)
         .map(|at| &example[at + open.len()..])
         .and_then(|b| b.find(close).map(|end| &b[..end]))
-        .ok_or_else(|| {
-            Failure::new(format!(
-                "{CONTROLLER_EXAMPLE} has no `{open}` ... `{close}` part"
-            ))
-        })?;
+        .ok_or_else(|| Failure::new(format!("{file} has no `{open}` ... `{close}` part")))?;
     if body == marked {
         Ok(())
     } else {
         Err(Failure::new(format!(
-            "the README's `{CONTROLLER_SECTION}` block differs from the marked part of \
-             {CONTROLLER_EXAMPLE}: copy it again"
+            "the README's `{section}` block differs from the marked part of {file}: copy it again"
         )))
     }
 }
@@ -152,9 +159,9 @@ mod tests {
     fn the_controller_section_must_show_the_example_as_it_is() {
         let example = "use x;\n// <README controller>\nfn a() {}\n// </README controller>\n";
         let readme = "## A controller\n\n```rust\nfn a() {}\n```\n";
-        assert!(shows_the_example(readme, example).is_ok());
+        assert!(shows_the_example(readme, example, EXAMPLES[0]).is_ok());
         let stale = "## A controller\n\n```rust\nfn b() {}\n```\n";
-        assert!(shows_the_example(stale, example).is_err());
+        assert!(shows_the_example(stale, example, EXAMPLES[0]).is_err());
     }
 
     #[test]

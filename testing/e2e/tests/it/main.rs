@@ -6,5 +6,6 @@ mod chaos;
 mod hostile;
 mod hostile_support;
 mod informer;
+mod leader;
 mod own_thread;
 mod support;
