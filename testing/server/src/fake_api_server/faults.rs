@@ -26,6 +26,8 @@ pub enum Verb {
     Update,
     /// DELETE.
     Delete,
+    /// PATCH (any patch type, server-side apply included).
+    Patch,
     /// Every request on a resource URL.
     Any,
 }

@@ -4,12 +4,30 @@
 //! It speaks the list/watch protocol of the real kube-apiserver closely enough that real clients
 //! (kubectl, kcache's own HTTP client, client-go) work against it unchanged:
 //!
-//! - **State**: one global resource-version counter shared by every resource; create, update and
-//!   delete through the Rust handle ([`FakeApiServer::create`], ...) or HTTP POST/PUT/DELETE, with
-//!   `AlreadyExists`, `NotFound` and `Conflict` (stale `resourceVersion` on PUT) like the real
-//!   server. Writes that change nothing keep the RV and emit nothing. Finalizers make a delete a
-//!   MODIFIED (with `deletionTimestamp`); the object goes when they are removed. DELETED events
-//!   carry the last state with the deletion's new RV.
+//! - **Kinds**: by default ([`ServedResource::defaults`]) pods, configmaps, secrets, service
+//!   accounts, services, events, nodes and namespaces (core v1), deployments and replica sets
+//!   (`apps/v1`) and leases (`coordination.k8s.io/v1`), with kubectl's short names (`po`, `cm`,
+//!   `svc`, `ev`, `sa`, `deploy`, `rs`, `ns`, `no`); any other kind with
+//!   [`FakeApiServerBuilder::resource`] or [`FakeApiServer::register`].
+//! - **Writes**, through the Rust handle ([`FakeApiServer::create`], [`update`](FakeApiServer::update),
+//!   [`patch`](FakeApiServer::patch), [`delete`](FakeApiServer::delete),
+//!   [`delete_with`](FakeApiServer::delete_with)) or over HTTP (POST, PUT, PATCH, DELETE on any
+//!   registered kind), each through the same path and the same watch events (ADDED, MODIFIED,
+//!   DELETED): one global resource-version counter shared by every resource; `AlreadyExists`,
+//!   `NotFound`, and `Conflict` when a `resourceVersion` (or uid) the write names is not the
+//!   stored one: in a PUT body, in a patch, or in the `preconditions` of a DELETE's
+//!   `DeleteOptions` ([`Preconditions`]). PATCH takes JSON patch, merge patch, strategic merge
+//!   patch (reduced to a merge patch that follows kubectl's list directives) and server-side
+//!   apply (reduced to a merge of the applied object, created if absent; no `managedFields`),
+//!   see [`PatchType`]; any other media type is 415. Writes that change nothing keep the RV and
+//!   emit nothing. Finalizers make a delete a MODIFIED (with `deletionTimestamp`); the object
+//!   goes when they are removed. DELETED events carry the last state with the deletion's new
+//!   RV. `fieldValidation` is accepted and not enforced (objects have no schema here);
+//!   `dryRun` is refused with 400 rather than ignored.
+//! - **Namespaces**: `default`, `kube-node-lease`, `kube-public` and `kube-system` exist at
+//!   start, and creating an object in any other namespace creates that Namespace (phase
+//!   `Active`) in the same write, at the object's resource version, so the resource versions a
+//!   test sees do not depend on it. Deleting a Namespace does not delete what is in it.
 //! - **List**: label and field selectors (`metadata.name`, `metadata.namespace`, plus per-resource
 //!   fields such as pods' `spec.nodeName` and `status.phase`), `limit`/`continue` with real token
 //!   expiry (410 `Expired`), `resourceVersion` `""`/`"0"`/exact/`NotOlderThan` (504 "Too large
@@ -21,8 +39,11 @@
 //!   (`sendInitialEvents=true` then the `k8s.io/initial-events-end` bookmark), selector
 //!   transitions as ADDED/DELETED. Each watcher has a bounded buffer; a watcher that falls behind
 //!   is closed cleanly, never blocking writers.
-//! - **Discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>`, and a
-//!   minimal `meta.k8s.io/v1` Table for `Accept: ...;as=Table` so `kubectl get` prints rows.
+//! - **Discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>`;
+//!   `OpenAPI` v3 (`/openapi/v3` and one permissive document per group-version, generated from
+//!   the registered kinds) so that kubectl's `create -f`, `apply -f` and `apply --server-side`
+//!   work with their default validation; and `meta.k8s.io/v1` Tables for `Accept:
+//!   ...;as=Table` with each built-in kind's `kubectl get` columns, `-o wide` ones included.
 //! - **Transport**: HTTP/1.1 and HTTP/2 (ALPN `h2`/`http/1.1` over TLS; h2 prior knowledge on
 //!   plain TCP), a self-signed CA generated at start ([`FakeApiServer::ca_pem`]), optionally
 //!   required client certificates signed by it ([`FakeApiServerBuilder::client_auth`],
@@ -46,7 +67,10 @@
 //!   its common name): no 401/403 flows beyond injecting them with [`Fault::status`].
 //! - A controllable clock: timers use tokio time (tests may pause it); history retention is by
 //!   count, not age.
-//! - PATCH, collection DELETE, subresources (`/status`), graceful deletion periods.
+//! - Collection DELETE, subresources (`/status`, `/scale`), graceful deletion periods, garbage
+//!   collection (`propagationPolicy` is accepted and does nothing), dry runs, field ownership
+//!   (`managedFields`) and schema validation; `/openapi/v2` (kubectl asks for it only when v3
+//!   is missing).
 //! - The listener going down for a while (connection refused), h2 GOAWAY on demand,
 //!   byte-level throttling and arbitrary chunk splitting, multi-member gzip.
 //!
@@ -54,21 +78,31 @@
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! use kcache_testing_server::fake_api_server::{ServedResource, FakeApiServer};
+//! use kcache_testing_server::fake_api_server::{FakeApiServer, PatchType, ServedResource};
 //! use kcache_store::DynamicObject;
 //!
 //! let server = FakeApiServer::builder().tls(true).start().await?;
 //! let pods = ServedResource::pods();
 //! server.create(&pods, DynamicObject::new(Some("default"), "web-1")).expect("create");
+//! let labels = serde_json::json!({"metadata": {"labels": {"tier": "web"}}});
+//! server
+//!     .patch(&pods, Some("default"), "web-1", PatchType::Merge, &labels)
+//!     .expect("patch");
 //! println!("serving {} (CA {} bytes)", server.url(), server.ca_pem().map_or(0, str::len));
 //! server.shutdown().await;
 //! # Ok(()) }
 //! ```
 
 mod body;
+mod columns;
 mod faults;
+mod json_patch;
 mod kubeconfig;
+mod merge_patch;
+mod openapi;
 mod params;
+mod patch;
+mod preconditions;
 mod remaining;
 mod response;
 mod routes;
@@ -76,10 +110,12 @@ mod served_resource;
 mod state;
 mod status;
 mod stored;
+mod strategic_merge;
 mod table;
 mod tls;
 pub(crate) mod util;
 mod watch;
+mod write_options;
 
 use std::convert::Infallible;
 use std::io;
@@ -99,6 +135,8 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 pub use self::faults::{Fault, FaultKind, UndecodableEvent, Verb};
+pub use self::patch::PatchType;
+pub use self::preconditions::Preconditions;
 pub use self::served_resource::ServedResource;
 pub use self::state::RequestRecord;
 pub use self::tls::ClientCertificate;
@@ -150,12 +188,7 @@ impl Default for FakeApiServerBuilder {
     fn default() -> Self {
         Self {
             config: Config::default(),
-            resources: vec![
-                ServedResource::pods(),
-                ServedResource::configmaps(),
-                ServedResource::nodes(),
-                ServedResource::namespaces(),
-            ],
+            resources: ServedResource::defaults(),
             tls: false,
             client_auth: false,
             seed: 0x6B63_6163_6865,
@@ -164,7 +197,8 @@ impl Default for FakeApiServerBuilder {
 }
 
 impl FakeApiServerBuilder {
-    /// Also serve `resource` (pods, configmaps, nodes and namespaces are registered already).
+    /// Also serve `resource` (the kinds of [`ServedResource::defaults`] are registered
+    /// already).
     #[must_use]
     pub fn resource(mut self, resource: ServedResource) -> Self {
         self.resources.push(resource);
@@ -325,7 +359,7 @@ pub struct FakeApiServer {
 }
 
 impl FakeApiServer {
-    /// A builder with the defaults: plain HTTP; pods, configmaps, nodes and namespaces.
+    /// A builder with the defaults: plain HTTP; the kinds of [`ServedResource::defaults`].
     pub fn builder() -> FakeApiServerBuilder {
         FakeApiServerBuilder::default()
     }
@@ -429,6 +463,26 @@ impl FakeApiServer {
             .clone())
     }
 
+    /// Patches an object, as a PATCH of `patch_type` with body `patch` would (see
+    /// [`PatchType`]): `metadata.resourceVersion` in the patch is a precondition (`Conflict`), a
+    /// patch that changes nothing keeps the resource version and sends no event, and
+    /// [`PatchType::Apply`] creates the object when there is none (no field manager needed
+    /// here).
+    pub fn patch(
+        &self,
+        resource: &ServedResource,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        patch: &serde_json::Value,
+    ) -> Result<Arc<DynamicObject>, FakeApiError> {
+        let id = resource.id();
+        let (stored, _) = self
+            .shared
+            .mutate(|s| s.patch(&id, namespace, name, patch_type, patch))?;
+        Ok(stored.object.clone())
+    }
+
     /// Deletes an object (or marks it, if it has finalizers). Returns its final state.
     pub fn delete(
         &self,
@@ -436,10 +490,22 @@ impl FakeApiServer {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Arc<DynamicObject>, FakeApiError> {
+        self.delete_with(resource, namespace, name, &Preconditions::default())
+    }
+
+    /// Deletes an object if `preconditions` hold (else `Conflict`, and nothing is deleted), as
+    /// a DELETE with `DeleteOptions.preconditions` would.
+    pub fn delete_with(
+        &self,
+        resource: &ServedResource,
+        namespace: Option<&str>,
+        name: &str,
+        preconditions: &Preconditions,
+    ) -> Result<Arc<DynamicObject>, FakeApiError> {
         let id = resource.id();
         Ok(self
             .shared
-            .mutate(|s| s.delete(&id, namespace, name))?
+            .mutate(|s| s.delete(&id, namespace, name, preconditions))?
             .object
             .clone())
     }

@@ -1,4 +1,5 @@
-//! Routing and the non-watch handlers: discovery, list, get, create, update, delete.
+//! Routing and the non-watch handlers: discovery and `OpenAPI`, list, get, create, update, patch,
+//! delete.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -14,7 +15,10 @@ use serde_json::{Value, json};
 
 use super::body::ResponseBody;
 use super::faults::{FaultKind, RequestShape, Verb};
+use super::openapi;
 use super::params::{ListParams, Target, parse_rv, truthy};
+use super::patch::{self, PatchType};
+use super::preconditions::Preconditions;
 use super::response::{error_response, json_response};
 use super::served_resource::{ResourceId, ServedResource};
 use super::state::{RequestRecord, Shared, wait_for_rv};
@@ -23,14 +27,19 @@ use super::stored::Stored;
 use super::table;
 use super::util::parse_query;
 use super::watch;
+use super::write_options;
 
-/// Largest request body accepted (POST/PUT).
+/// Largest request body accepted (POST/PUT/PATCH/DELETE).
 const MAX_BODY: usize = 16 << 20;
 
-fn object_response(code: u16, stored: &Stored, table: bool) -> Response<ResponseBody> {
+fn object_response(
+    code: u16,
+    stored: &Stored,
+    table: Option<&ServedResource>,
+) -> Response<ResponseBody> {
     let obj = &*stored.object;
-    if table {
-        let t = table::table(obj.metadata.resource_version.as_deref(), &[obj]);
+    if let Some(resource) = table {
+        let t = table::table(resource, obj.metadata.resource_version.as_deref(), &[obj]);
         return json_response(code, serde_json::to_vec(&t).unwrap_or_default());
     }
     let mut body = Vec::with_capacity(stored.json_len(true));
@@ -145,6 +154,7 @@ async fn route(
         Method::POST => Verb::Create,
         Method::PUT => Verb::Update,
         Method::DELETE => Verb::Delete,
+        Method::PATCH => Verb::Patch,
         _ => {
             return Err(err(ApiError::new(
                 405,
@@ -182,45 +192,14 @@ async fn route(
                 .lock()
                 .get(&target.id, target.namespace.as_deref(), name)
                 .map_err(err)?;
-            Ok(object_response(200, &obj, table))
+            Ok(object_response(
+                200,
+                &obj,
+                table.then_some(&target.resource),
+            ))
         }
-        Verb::Create | Verb::Update => {
-            if verb == Verb::Create && target.name.is_some() {
-                return Err(err(ApiError::new(
-                    405,
-                    "MethodNotAllowed",
-                    "POST is not allowed on a single object",
-                )));
-            }
-            let body = Limited::new(req.into_body(), MAX_BODY)
-                .collect()
-                .await
-                .map_err(|e| err(ApiError::bad_request(&format!("reading body: {e}"))))?
-                .to_bytes();
-            let obj: DynamicObject = serde_json::from_slice(&body).map_err(|e| {
-                err(ApiError::bad_request(&format!(
-                    "the object provided is unrecognized: {e}"
-                )))
-            })?;
-            let ns = target.namespace.as_deref();
-            if verb == Verb::Create {
-                let obj = shared
-                    .mutate(|s| s.create(&target.id, ns, obj))
-                    .map_err(err)?;
-                Ok(object_response(201, &obj, false))
-            } else {
-                let Some(name) = target.name.as_deref() else {
-                    return Err(err(ApiError::new(
-                        405,
-                        "MethodNotAllowed",
-                        "PUT needs an object URL",
-                    )));
-                };
-                let obj = shared
-                    .mutate(|s| s.update(&target.id, ns, name, obj))
-                    .map_err(err)?;
-                Ok(object_response(200, &obj, false))
-            }
+        Verb::Create | Verb::Update | Verb::Patch => {
+            write(shared, req, &target, verb, query).await.map_err(err)
         }
         Verb::Delete | Verb::Any => {
             let Some(name) = target.name.as_deref() else {
@@ -230,11 +209,86 @@ async fn route(
                     "deleting a collection is not supported by the fake server",
                 )));
             };
+            write_options::check(query, None).map_err(err)?;
+            let body = read_body(req).await.map_err(err)?;
+            let preconditions = if body.iter().all(u8::is_ascii_whitespace) {
+                Preconditions::default()
+            } else {
+                let options: Value = serde_json::from_slice(&body).map_err(|e| {
+                    err(ApiError::bad_request(&format!(
+                        "the DeleteOptions provided are unrecognized: {e}"
+                    )))
+                })?;
+                Preconditions::from_delete_options(&options).map_err(err)?
+            };
             let ns = target.namespace.as_deref();
             let obj = shared
-                .mutate(|s| s.delete(&target.id, ns, name))
+                .mutate(|s| s.delete(&target.id, ns, name, &preconditions))
                 .map_err(err)?;
-            Ok(object_response(200, &obj, false))
+            Ok(object_response(200, &obj, None))
+        }
+    }
+}
+
+/// Reads a request body, up to [`MAX_BODY`].
+async fn read_body(req: Request<Incoming>) -> Result<bytes::Bytes, ApiError> {
+    Ok(Limited::new(req.into_body(), MAX_BODY)
+        .collect()
+        .await
+        .map_err(|e| ApiError::bad_request(&format!("reading body: {e}")))?
+        .to_bytes())
+}
+
+/// POST (create), PUT (replace) and PATCH.
+async fn write(
+    shared: &Shared,
+    req: Request<Incoming>,
+    target: &Target,
+    verb: Verb,
+    query: &[(String, String)],
+) -> Result<Response<ResponseBody>, ApiError> {
+    let ns = target.namespace.as_deref();
+    let name = target.name.as_deref();
+    let patch_type = if verb == Verb::Patch {
+        let content_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        Some(
+            PatchType::from_content_type(content_type)
+                .ok_or_else(|| patch::unsupported_media_type(content_type))?,
+        )
+    } else {
+        None
+    };
+    let not_allowed = |message: &str| ApiError::new(405, "MethodNotAllowed", message);
+    match (verb, name) {
+        (Verb::Create, Some(_)) => {
+            return Err(not_allowed("POST is not allowed on a single object"));
+        }
+        (Verb::Update, None) => return Err(not_allowed("PUT needs an object URL")),
+        (Verb::Patch, None) => return Err(not_allowed("PATCH needs an object URL")),
+        _ => {}
+    }
+    write_options::check(query, patch_type)?;
+    let body = read_body(req).await?;
+    if let (Some(patch_type), Some(name)) = (patch_type, name) {
+        let patch = patch::decode(patch_type, &body)?;
+        let (obj, created) =
+            shared.mutate(|s| s.patch(&target.id, ns, name, patch_type, &patch))?;
+        return Ok(object_response(if created { 201 } else { 200 }, &obj, None));
+    }
+    let obj: DynamicObject = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(&format!("the object provided is unrecognized: {e}")))?;
+    match name {
+        None => {
+            let obj = shared.mutate(|s| s.create(&target.id, ns, obj))?;
+            Ok(object_response(201, &obj, None))
+        }
+        Some(name) => {
+            let obj = shared.mutate(|s| s.update(&target.id, ns, name, obj))?;
+            Ok(object_response(200, &obj, None))
         }
     }
 }
@@ -316,7 +370,7 @@ fn discovery(shared: &Shared, segs: &[&str], address: &str) -> Option<Value> {
                     "singularName": r.singular(),
                     "namespaced": r.api.namespaced,
                     "kind": r.kind,
-                    "verbs": ["create", "delete", "get", "list", "update", "watch"],
+                    "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
                     "shortNames": r.short_names,
                 })
             })
@@ -367,6 +421,8 @@ fn discovery(shared: &Shared, segs: &[&str], address: &str) -> Option<Value> {
             g
         }),
         ["apis", group, version] => resource_list(group, version),
+        ["openapi", "v3"] => Some(openapi::root(&resources)),
+        ["openapi", "v3", gv @ ..] => openapi::document(&resources, &gv.join("/")),
         _ => None,
     }
 }
@@ -569,7 +625,7 @@ async fn list(
     }
     let body = if table {
         let objects: Vec<&DynamicObject> = items.iter().map(|s| &*s.object).collect();
-        let mut t = table::table(Some(&list_rv.to_string()), &objects);
+        let mut t = table::table(&target.resource, Some(&list_rv.to_string()), &objects);
         if let Some(c) = &continue_token {
             t["metadata"]["continue"] = json!(c);
         }

@@ -71,9 +71,90 @@ impl ServedResource {
         Self::core("nodes", "Node", false, "no")
     }
 
-    /// Core `v1` namespaces (cluster-scoped).
+    /// Core `v1` namespaces (cluster-scoped), with field selector `status.phase`.
     pub fn namespaces() -> Self {
-        Self::core("namespaces", "Namespace", false, "ns")
+        Self::core("namespaces", "Namespace", false, "ns").with_field("status.phase")
+    }
+
+    /// Core `v1` services.
+    pub fn services() -> Self {
+        Self::core("services", "Service", true, "svc")
+    }
+
+    /// Core `v1` events, with the field selectors `kubectl describe` sends
+    /// (`involvedObject.kind`, `.name`, `.namespace`, `.uid`, ...) and `reason`, `type`.
+    pub fn events() -> Self {
+        [
+            "involvedObject.apiVersion",
+            "involvedObject.fieldPath",
+            "involvedObject.kind",
+            "involvedObject.name",
+            "involvedObject.namespace",
+            "involvedObject.resourceVersion",
+            "involvedObject.uid",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ]
+        .into_iter()
+        .fold(Self::core("events", "Event", true, "ev"), Self::with_field)
+    }
+
+    /// Core `v1` secrets, with field selector `type`.
+    pub fn secrets() -> Self {
+        Self::new(ApiResource::new("", "v1", "secrets", true), "Secret").with_field("type")
+    }
+
+    /// Core `v1` service accounts.
+    pub fn serviceaccounts() -> Self {
+        Self::core("serviceaccounts", "ServiceAccount", true, "sa")
+    }
+
+    /// `apps/v1` deployments.
+    pub fn deployments() -> Self {
+        Self::new(
+            ApiResource::new("apps", "v1", "deployments", true),
+            "Deployment",
+        )
+        .with_short_name("deploy")
+    }
+
+    /// `apps/v1` replica sets, with field selector `status.replicas`.
+    pub fn replicasets() -> Self {
+        Self::new(
+            ApiResource::new("apps", "v1", "replicasets", true),
+            "ReplicaSet",
+        )
+        .with_short_name("rs")
+        .with_field("status.replicas")
+    }
+
+    /// `coordination.k8s.io/v1` leases (leader election's lock).
+    pub fn leases() -> Self {
+        Self::new(
+            ApiResource::new("coordination.k8s.io", "v1", "leases", true),
+            "Lease",
+        )
+    }
+
+    /// The kinds a [`FakeApiServer`](super::FakeApiServer) serves by default: pods, configmaps,
+    /// nodes, namespaces, services, events, secrets, service accounts, deployments, replica sets
+    /// and leases.
+    pub fn defaults() -> Vec<Self> {
+        vec![
+            Self::pods(),
+            Self::configmaps(),
+            Self::nodes(),
+            Self::namespaces(),
+            Self::services(),
+            Self::events(),
+            Self::secrets(),
+            Self::serviceaccounts(),
+            Self::deployments(),
+            Self::replicasets(),
+            Self::leases(),
+        ]
     }
 
     /// Sets [`crd_style`](Self::crd_style).

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use kcache_store::DynamicObject;
@@ -13,11 +13,13 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::faults::{Fault, FaultKind, RequestShape, UndecodableEvent, Verb};
+use super::patch::{self, PatchType};
+use super::preconditions::Preconditions;
 use super::remaining::RemainingCounts;
 use super::served_resource::{ResourceId, ServedResource};
 use super::status::ApiError;
 use super::stored::Stored;
-use super::util::now_secs;
+use super::util::{fnv1a, now_secs};
 
 /// Tunables fixed at start (see [`FakeApiServerBuilder`](super::FakeApiServerBuilder)).
 #[derive(Debug, Clone)]
@@ -180,6 +182,9 @@ impl Shared {
         for r in resources {
             state.register(r);
         }
+        for ns in INITIAL_NAMESPACES {
+            state.ensure_namespace(ns);
+        }
         Self {
             state: Mutex::new(state),
             config,
@@ -205,6 +210,31 @@ impl Shared {
             changed
         });
         out
+    }
+}
+
+/// The namespaces that exist when a server starts, as in a new cluster (at the initial resource
+/// version, 1).
+const INITIAL_NAMESPACES: [&str; 4] = ["default", "kube-node-lease", "kube-public", "kube-system"];
+
+/// The label kube-apiserver puts on every namespace, naming it.
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// Defaults a new Namespace as kube-apiserver does: phase `Active`, and the label naming it.
+fn default_namespace(obj: &mut DynamicObject) {
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    obj.metadata
+        .labels
+        .get_or_insert_default()
+        .insert(NAMESPACE_NAME_LABEL.to_owned(), name);
+    let status = obj
+        .data
+        .entry("status")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if let Value::Object(status) = status {
+        status
+            .entry("phase")
+            .or_insert_with(|| Value::from("Active"));
     }
 }
 
@@ -390,7 +420,53 @@ impl State {
         obj.metadata.creation_timestamp = Some(rfc3339(now_secs()));
         obj.metadata.generation = Some(1);
         obj.metadata.deletion_timestamp = None;
-        self.commit(id, EventType::Added, key, obj, None)
+        if *id == *NAMESPACES {
+            default_namespace(&mut obj);
+        }
+        let stored = self.commit(id, EventType::Added, key, obj, None)?;
+        if let Some(ns) = &namespace {
+            self.ensure_namespace(ns);
+        }
+        Ok(stored)
+    }
+
+    /// Creates Namespace `name` if the server serves namespaces and has none of that name: the
+    /// namespace an object is created in comes to exist with it, at the same resource version
+    /// (one write, as etcd would commit two keys in one transaction), so the resource versions
+    /// of the objects a test writes do not depend on which namespaces existed before.
+    fn ensure_namespace(&mut self, name: &str) {
+        let id = &*NAMESPACES;
+        let rv = self.rv;
+        let Some(rs) = self.resources.get(id) else {
+            return;
+        };
+        if rs.objects.contains_key(name) {
+            return;
+        }
+        // From its own generator, so that the server's other generated values (uids, names) are
+        // the same as without it.
+        let uid = uuid(&mut fastrand::Rng::with_seed(fnv1a(name.as_bytes(), rv)));
+        let mut obj = DynamicObject::new(None, name);
+        obj.api_version = Some(rs.resource.api.api_version());
+        obj.kind = Some(rs.resource.kind.clone());
+        obj.metadata.uid = Some(uid);
+        obj.metadata.resource_version = Some(rv.to_string());
+        obj.metadata.creation_timestamp = Some(rfc3339(now_secs()));
+        obj.data.insert(
+            "spec".to_owned(),
+            serde_json::json!({"finalizers": ["kubernetes"]}),
+        );
+        default_namespace(&mut obj);
+        let Ok(stored) = Stored::new(obj) else {
+            return;
+        };
+        if let Some(rs) = self.resources.get_mut(id) {
+            rs.objects.insert(name.to_owned(), stored.clone());
+        }
+        // At start (RV 1) the namespaces are the initial state, with no event.
+        if rv > 1 {
+            self.record(id, EventType::Added, name.to_owned(), stored, None);
+        }
     }
 
     /// The stored object `name` of `id` that an update or delete acts on, with the resource, the
@@ -509,16 +585,21 @@ impl State {
         self.commit(id, kind, key, obj, Some(old))
     }
 
-    /// Deletes an object: with finalizers, marks it (MODIFIED); else removes it (DELETED with the
-    /// last state and a new RV). Returns the object's final state.
+    /// Deletes an object if `preconditions` hold (else 409 Conflict): with finalizers, marks it
+    /// (MODIFIED); else removes it (DELETED with the last state and a new RV). Returns the
+    /// object's final state.
     pub(crate) fn delete(
         &mut self,
         id: &ResourceId,
         namespace: Option<&str>,
         name: &str,
+        preconditions: &Preconditions,
     ) -> Result<Arc<Stored>, ApiError> {
-        let Existing { key, old, .. } = self.existing(id, namespace, name)?;
+        let Existing {
+            resource, key, old, ..
+        } = self.existing(id, namespace, name)?;
         let current = &*old.object;
+        preconditions.check(current, &resource.qualified())?;
         if !finalizers_empty(current) {
             if current.metadata.deletion_timestamp.is_some() {
                 return Ok(old);
@@ -532,6 +613,42 @@ impl State {
         }
         let last = current.clone();
         self.commit(id, EventType::Deleted, key, last, Some(old))
+    }
+
+    /// Patches object `name` (see [`patch`](super::patch) for each type). An apply patch
+    /// creates the object when there is none; the flag says whether it did.
+    pub(crate) fn patch(
+        &mut self,
+        id: &ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        body: &Value,
+    ) -> Result<(Arc<Stored>, bool), ApiError> {
+        let resource = self.resource(id)?.resource.clone();
+        if patch_type == PatchType::Apply {
+            check_applied_type(&resource, body)?;
+        }
+        let existing = match self.existing(id, namespace, name) {
+            Ok(existing) => existing,
+            Err(e) if e.code == 404 && patch_type == PatchType::Apply => {
+                let mut obj: DynamicObject = serde_json::from_value(body.clone()).map_err(|e| {
+                    ApiError::bad_request(&format!("the applied object is not an object: {e}"))
+                })?;
+                if obj.metadata.name.as_deref().is_some_and(|n| n != name) {
+                    return Err(name_mismatch(obj.metadata.name.as_deref(), name));
+                }
+                obj.metadata.name = Some(name.to_owned());
+                return self.create(id, namespace, obj).map(|s| (s, true));
+            }
+            Err(e) => return Err(e),
+        };
+        let obj = patch::patched(&existing.old.object, patch_type, body)?;
+        if obj.metadata.name.as_deref() != Some(name) {
+            return Err(name_mismatch(obj.metadata.name.as_deref(), name));
+        }
+        self.update(id, existing.namespace, name, obj)
+            .map(|s| (s, false))
     }
 
     pub(crate) fn get(
@@ -622,6 +739,34 @@ impl State {
             rs.compacted_rv = rs.compacted_rv.max(rv);
         }
     }
+}
+
+/// The id of core v1 namespaces.
+static NAMESPACES: LazyLock<ResourceId> = LazyLock::new(|| ServedResource::namespaces().id());
+
+/// 400 for an object whose name is not the one on the URL.
+fn name_mismatch(body: Option<&str>, url: &str) -> ApiError {
+    ApiError::bad_request(&format!(
+        "the name of the object ({}) does not match the name on the URL ({url})",
+        body.unwrap_or_default()
+    ))
+}
+
+/// 400 unless an applied object's `apiVersion` and `kind`, where set, are `resource`'s.
+fn check_applied_type(resource: &ServedResource, body: &Value) -> Result<(), ApiError> {
+    let field = |name: &str| body.get(name).and_then(Value::as_str);
+    let api_version = resource.api.api_version();
+    if field("kind").is_some_and(|k| k != resource.kind)
+        || field("apiVersion").is_some_and(|v| v != api_version)
+    {
+        return Err(ApiError::bad_request(&format!(
+            "the applied object is a {}/{}, the URL names {api_version}/{}",
+            field("apiVersion").unwrap_or_default(),
+            field("kind").unwrap_or_default(),
+            resource.kind
+        )));
+    }
+    Ok(())
 }
 
 /// Waits until the global RV reaches `rv`, up to the configured wait. Returns the current RV.

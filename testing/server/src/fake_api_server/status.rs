@@ -137,6 +137,19 @@ impl ApiError {
         )
     }
 
+    /// 409 Conflict for a delete whose preconditions do not hold.
+    pub(crate) fn precondition_failed(qualified: &str, name: &str, detail: &str) -> Self {
+        Self::with_details(
+            409,
+            "Conflict",
+            &format!(
+                "Operation cannot be fulfilled on {qualified} \"{name}\": Precondition failed: \
+                 {detail}"
+            ),
+            object_details(qualified, name),
+        )
+    }
+
     /// 410 Expired for an Exact list RV that was compacted.
     pub(crate) fn list_too_old() -> Self {
         Self::new(

@@ -1,43 +1,27 @@
-//! A minimal `meta.k8s.io/v1` Table, for clients (kubectl) that ask for server-side printing.
+//! A `meta.k8s.io/v1` Table, for clients (kubectl) that ask for server-side printing: the
+//! columns of the resource's kind ([`columns`](super::columns)), wide ones included with
+//! priority 1 (kubectl shows them with `-o wide`); each row's object is
+//! `PartialObjectMetadata`.
 
 use kcache_store::DynamicObject;
 use serde_json::{Value, json};
 
-use super::util::{human_age, now_secs, parse_rfc3339};
+use super::columns::columns;
+use super::served_resource::ServedResource;
+use super::util::now_secs;
 
-/// A Table with NAME, (STATUS for pods), AGE columns; each row's object is
-/// `PartialObjectMetadata`.
-pub(crate) fn table(rv: Option<&str>, items: &[&DynamicObject]) -> Value {
-    let has_phase = items
-        .iter()
-        .any(|o| o.data.get("status").and_then(|s| s.get("phase")).is_some());
-    let mut columns = vec![json!({"name": "Name", "type": "string", "format": "name",
-        "description": "Name must be unique within a namespace.", "priority": 0})];
-    if has_phase {
-        columns.push(json!({"name": "Status", "type": "string", "format": "",
-            "description": "The phase.", "priority": 0}));
-    }
-    columns.push(json!({"name": "Age", "type": "string", "format": "",
-        "description": "Time since creation.", "priority": 0}));
+/// The Table of `items`, objects of `resource`, at list RV `rv`.
+pub(crate) fn table(
+    resource: &ServedResource,
+    rv: Option<&str>,
+    items: &[&DynamicObject],
+) -> Value {
+    let columns = columns(resource);
     let now = now_secs();
     let rows: Vec<Value> = items
         .iter()
         .map(|o| {
-            let age = o
-                .metadata
-                .creation_timestamp
-                .as_deref()
-                .and_then(parse_rfc3339)
-                .map_or_else(
-                    || "<unknown>".to_owned(),
-                    |t| human_age(now.saturating_sub(t)),
-                );
-            let mut cells = vec![json!(o.metadata.name.as_deref().unwrap_or_default())];
-            if has_phase {
-                let phase = o.data.get("status").and_then(|s| s.get("phase"));
-                cells.push(phase.cloned().unwrap_or(json!("")));
-            }
-            cells.push(json!(age));
+            let cells: Vec<Value> = columns.iter().map(|c| (c.cell)(o, now)).collect();
             json!({
                 "cells": cells,
                 "object": {
@@ -56,7 +40,7 @@ pub(crate) fn table(rv: Option<&str>, items: &[&DynamicObject]) -> Value {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": meta,
-        "columnDefinitions": columns,
+        "columnDefinitions": columns.iter().map(super::columns::Column::definition).collect::<Vec<_>>(),
         "rows": rows,
     })
 }

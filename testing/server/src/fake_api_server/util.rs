@@ -1,5 +1,5 @@
 //! Small helpers over crates in the tree: query-string decoding (`percent-encoding`), RFC 3339
-//! parsing (`jiff`), the clock and kubectl-style ages.
+//! parsing (`jiff`), the clock, kubectl-style ages and a small hash.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -38,14 +38,36 @@ pub(crate) fn parse_rfc3339(s: &str) -> Option<u64> {
     u64::try_from(t.as_second()).ok()
 }
 
-/// A short human age like kubectl prints: `5s`, `3m`, `2h`, `4d`.
+/// An age as the API server's table printers write it (apimachinery's
+/// `duration.HumanDuration`): `45s`, `3m20s`, `15m`, `5h3m`, `20h`, `3d4h`, `30d`, `2y10d`.
 pub(crate) fn human_age(secs: u64) -> String {
+    let (minutes, hours) = (secs / 60, secs / 3600);
+    let days = hours / 24;
+    let with = |big: u64, big_unit: &str, small: u64, small_unit: &str| {
+        if small == 0 {
+            format!("{big}{big_unit}")
+        } else {
+            format!("{big}{big_unit}{small}{small_unit}")
+        }
+    };
     match secs {
         0..120 => format!("{secs}s"),
-        120..7200 => format!("{}m", secs / 60),
-        7200..172_800 => format!("{}h", secs / 3600),
-        _ => format!("{}d", secs / 86_400),
+        _ if minutes < 10 => with(minutes, "m", secs % 60, "s"),
+        _ if minutes < 180 => format!("{minutes}m"),
+        _ if hours < 8 => with(hours, "h", minutes % 60, "m"),
+        _ if hours < 48 => format!("{hours}h"),
+        _ if hours < 24 * 8 => with(days, "d", hours % 24, "h"),
+        _ if hours < 24 * 365 * 2 => format!("{days}d"),
+        _ if hours < 24 * 365 * 8 => with(days / 365, "y", days % 365, "d"),
+        _ => format!("{}y", days / 365),
     }
+}
+
+/// FNV-1a (64 bits) of `bytes`, its offset basis mixed with `salt`: a small stable hash.
+pub(crate) fn fnv1a(bytes: &[u8], salt: u64) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325 ^ salt, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]
@@ -65,6 +87,26 @@ mod tests {
         );
         assert_eq!(parse_rfc3339("1969-12-31T23:59:59Z"), None);
         assert_eq!(parse_rfc3339("2024-05-01"), None);
+    }
+
+    #[test]
+    fn ages_as_kubectl_prints_them() {
+        let cases = [
+            (0, "0s"),
+            (119, "119s"),
+            (200, "3m20s"),
+            (300, "5m"),
+            (900, "15m"),
+            (3 * 3600 + 5 * 60, "3h5m"),
+            (20 * 3600, "20h"),
+            (3 * 86_400 + 4 * 3600, "3d4h"),
+            (30 * 86_400, "30d"),
+            (740 * 86_400, "2y10d"),
+            (9 * 365 * 86_400, "9y"),
+        ];
+        for (secs, age) in cases {
+            assert_eq!(human_age(secs), age, "{secs} s");
+        }
     }
 
     #[test]

@@ -409,7 +409,11 @@ impl Producer {
     async fn send_object(&mut self, kind: &str, obj: &Stored) -> Result<(), Stop> {
         if self.table {
             let obj = &*obj.object;
-            let t = table::table(obj.metadata.resource_version.as_deref(), &[obj]);
+            let t = table::table(
+                &self.target.resource,
+                obj.metadata.resource_version.as_deref(),
+                &[obj],
+            );
             return self.send_counted(|out| write_line(out, kind, &t)).await;
         }
         if let Some(broken) = self.undecodable(kind, obj) {

@@ -56,7 +56,7 @@ pub(crate) async fn page(client: &Client, limit: usize, token: &str) -> Reply {
 
 /// Asserts an event's `(type, name, resourceVersion)`.
 #[track_caller]
-fn assert_event(event: &Value, kind: &str, name: &str, rv: impl std::fmt::Display) {
+pub(crate) fn assert_event(event: &Value, kind: &str, name: &str, rv: impl std::fmt::Display) {
     assert_eq!(
         summary(event),
         (kind.to_owned(), name.to_owned(), rv.to_string())
@@ -64,7 +64,7 @@ fn assert_event(event: &Value, kind: &str, name: &str, rv: impl std::fmt::Displa
 }
 
 /// Asserts that nothing arrives on `watch` for a short while.
-async fn assert_quiet(watch: &mut Watch) {
+pub(crate) async fn assert_quiet(watch: &mut Watch) {
     assert_eq!(watch.next_line(SHORT).await.unwrap_err(), End::Timeout);
 }
 
@@ -907,8 +907,14 @@ async fn discovery_documents() {
     assert!(pods["verbs"].as_array().unwrap().contains(&json!("watch")));
     let groups = client.get("/apis").await.json();
     assert_eq!(groups["kind"], "APIGroupList");
+    let example = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "example.com")
+        .unwrap();
     assert_eq!(
-        groups["groups"][0]["preferredVersion"]["groupVersion"],
+        example["preferredVersion"]["groupVersion"],
         "example.com/v1"
     );
     let group = client.get("/apis/example.com/v1").await.json();

@@ -64,8 +64,23 @@ impl Client {
         body: Option<Value>,
         accept: Option<&str>,
     ) -> http::Response<Incoming> {
-        let tcp = TcpStream::connect(self.addr).await.unwrap();
         let body = body.map_or_else(Bytes::new, |b| Bytes::from(serde_json::to_vec(&b).unwrap()));
+        let content_type = (!body.is_empty()).then_some("application/json");
+        self.send_raw(method, path, body, content_type, accept)
+            .await
+    }
+
+    /// Sends a request with a body of any media type and returns the response head with its
+    /// body unread.
+    pub(crate) async fn send_raw(
+        &self,
+        method: Method,
+        path: &str,
+        body: Bytes,
+        content_type: Option<&str>,
+        accept: Option<&str>,
+    ) -> http::Response<Incoming> {
+        let tcp = TcpStream::connect(self.addr).await.unwrap();
         let mut builder = Request::builder()
             .method(method)
             .uri(path)
@@ -73,8 +88,8 @@ impl Client {
         if let Some(accept) = accept {
             builder = builder.header("accept", accept);
         }
-        if !body.is_empty() {
-            builder = builder.header("content-type", "application/json");
+        if let Some(content_type) = content_type {
+            builder = builder.header("content-type", content_type);
         }
         match &self.tls {
             None => send_http1(TokioIo::new(tcp), builder.body(Full::new(body)).unwrap()).await,
@@ -105,6 +120,30 @@ impl Client {
 
     pub(crate) async fn request(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
         let resp = self.send(method, path, body, None).await;
+        Self::read(resp).await
+    }
+
+    /// A request with body `body` of media type `content_type`, read to the end.
+    pub(crate) async fn request_raw(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: impl Into<Bytes>,
+    ) -> Reply {
+        let resp = self
+            .send_raw(method, path, body.into(), Some(content_type), None)
+            .await;
+        Self::read(resp).await
+    }
+
+    /// A PATCH of media type `content_type` with JSON body `body`.
+    pub(crate) async fn patch(&self, path: &str, content_type: &str, body: &Value) -> Reply {
+        self.request_raw(Method::PATCH, path, content_type, body.to_string())
+            .await
+    }
+
+    async fn read(resp: http::Response<Incoming>) -> Reply {
         let (parts, body) = resp.into_parts();
         let body = tokio::time::timeout(Duration::from_secs(10), body.collect())
             .await

@@ -37,9 +37,10 @@ pub(crate) fn kubectl_available(test: &str) -> bool {
     false
 }
 
-struct Env {
-    server: FakeApiServer,
-    kubeconfig: PathBuf,
+/// A server and a kubeconfig file for it, removed on drop.
+pub(crate) struct Env {
+    pub(crate) server: FakeApiServer,
+    pub(crate) kubeconfig: PathBuf,
 }
 
 impl Drop for Env {
@@ -48,7 +49,7 @@ impl Drop for Env {
     }
 }
 
-async fn env(tls: bool) -> Env {
+pub(crate) async fn env(tls: bool) -> Env {
     env_of(FakeApiServer::builder().tls(tls)).await
 }
 
@@ -63,7 +64,7 @@ async fn env_of(builder: FakeApiServerBuilder) -> Env {
     Env { server, kubeconfig }
 }
 
-fn kubectl(env: &Env, args: &[&str]) -> Command {
+pub(crate) fn kubectl(env: &Env, args: &[&str]) -> Command {
     let mut cmd = Command::new(KUBECTL);
     cmd.args(args)
         .arg("--request-timeout=10s")
@@ -78,7 +79,8 @@ fn kubectl(env: &Env, args: &[&str]) -> Command {
     cmd
 }
 
-async fn run(env: &Env, args: &[&str]) -> String {
+/// Runs kubectl to the end (20 s at most); its stdout, asserting that it succeeded.
+pub(crate) async fn run(env: &Env, args: &[&str]) -> String {
     let out = tokio::time::timeout(Duration::from_secs(20), kubectl(env, args).output())
         .await
         .expect("kubectl within 20 s")

@@ -1,0 +1,355 @@
+//! JSON patch (RFC 6902, `application/json-patch+json`): a list of `add`, `remove`, `replace`,
+//! `move`, `copy` and `test` operations on JSON pointers (RFC 6901), applied in order and all
+//! or nothing.
+
+use serde_json::{Map, Value};
+
+/// Why a JSON patch was not applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum JsonPatchError {
+    /// The patch is not a list of well-formed operations (400 Bad Request).
+    Malformed(String),
+    /// An operation could not be applied: a missing path, a failed `test` (422).
+    Failed(String),
+}
+
+/// Applies `patch` to `doc`; on an error `doc` is left as it was.
+pub(crate) fn apply(doc: &mut Value, patch: &Value) -> Result<(), JsonPatchError> {
+    let ops = patch.as_array().ok_or_else(|| {
+        JsonPatchError::Malformed("a JSON patch is a list of operations".to_owned())
+    })?;
+    let mut out = doc.clone();
+    for op in ops {
+        apply_op(&mut out, op)?;
+    }
+    *doc = out;
+    Ok(())
+}
+
+fn malformed(message: &str) -> JsonPatchError {
+    JsonPatchError::Malformed(message.to_owned())
+}
+
+fn failed(message: String) -> JsonPatchError {
+    JsonPatchError::Failed(message)
+}
+
+fn apply_op(doc: &mut Value, op: &Value) -> Result<(), JsonPatchError> {
+    let op = op
+        .as_object()
+        .ok_or_else(|| malformed("an operation is an object"))?;
+    let name = op
+        .get("op")
+        .and_then(Value::as_str)
+        .ok_or_else(|| malformed("an operation has no \"op\""))?;
+    let path = pointer(op, "path")?;
+    let value = || {
+        op.get("value")
+            .ok_or_else(|| JsonPatchError::Malformed(format!("{name} operation has no \"value\"")))
+    };
+    match name {
+        "add" => add(doc, &path, value()?.clone()),
+        "remove" => remove(doc, &path).map(drop),
+        "replace" => {
+            let target = get_mut(doc, &path)?;
+            value()?.clone_into(target);
+            Ok(())
+        }
+        "move" => {
+            let from = pointer(op, "from")?;
+            if path.len() > from.len() && path.starts_with(&from) {
+                return Err(failed(format!(
+                    "cannot move {} into its own child {}",
+                    show(&from),
+                    show(&path)
+                )));
+            }
+            let moved = remove(doc, &from)?;
+            add(doc, &path, moved)
+        }
+        "copy" => {
+            let from = pointer(op, "from")?;
+            let copied = get_mut(doc, &from)?.clone();
+            add(doc, &path, copied)
+        }
+        "test" => {
+            let found = get_mut(doc, &path)?;
+            if json_eq(found, value()?) {
+                Ok(())
+            } else {
+                Err(failed(format!("testing value {} failed", show(&path))))
+            }
+        }
+        other => Err(JsonPatchError::Malformed(format!(
+            "unexpected kind of operation: {other:?}"
+        ))),
+    }
+}
+
+/// The reference tokens of the JSON pointer in member `field` of `op`.
+fn pointer(op: &Map<String, Value>, field: &str) -> Result<Vec<String>, JsonPatchError> {
+    let text = op
+        .get(field)
+        .and_then(Value::as_str)
+        .ok_or_else(|| JsonPatchError::Malformed(format!("an operation has no \"{field}\"")))?;
+    parse_pointer(text)
+}
+
+/// Splits an RFC 6901 pointer (`""` is the whole document) into unescaped tokens.
+fn parse_pointer(text: &str) -> Result<Vec<String>, JsonPatchError> {
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(rest) = text.strip_prefix('/') else {
+        return Err(JsonPatchError::Malformed(format!(
+            "JSON pointer {text:?} does not start with '/'"
+        )));
+    };
+    Ok(rest
+        .split('/')
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect())
+}
+
+/// A pointer written back, for messages.
+fn show(tokens: &[String]) -> String {
+    tokens.iter().fold(String::new(), |mut out, t| {
+        out.push('/');
+        out.push_str(&t.replace('~', "~0").replace('/', "~1"));
+        out
+    })
+}
+
+/// An array index token: digits without a leading zero, below `len` (`len` itself when
+/// `insert`).
+fn index(token: &str, len: usize, insert: bool) -> Option<usize> {
+    let digits = !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit());
+    if !digits || (token.len() > 1 && token.starts_with('0')) {
+        return None;
+    }
+    token
+        .parse()
+        .ok()
+        .filter(|i| *i < len || (insert && *i == len))
+}
+
+fn get_mut<'d>(doc: &'d mut Value, path: &[String]) -> Result<&'d mut Value, JsonPatchError> {
+    let mut at = doc;
+    for (depth, token) in path.iter().enumerate() {
+        let missing = || failed(format!("path {} does not exist", show(&path[..=depth])));
+        at = match at {
+            Value::Object(members) => members.get_mut(token).ok_or_else(missing)?,
+            Value::Array(items) => {
+                let i = index(token, items.len(), false).ok_or_else(missing)?;
+                &mut items[i]
+            }
+            _ => return Err(missing()),
+        };
+    }
+    Ok(at)
+}
+
+fn add(doc: &mut Value, path: &[String], value: Value) -> Result<(), JsonPatchError> {
+    let Some((last, parent)) = path.split_last() else {
+        *doc = value;
+        return Ok(());
+    };
+    match get_mut(doc, parent)? {
+        Value::Object(members) => {
+            members.insert(last.clone(), value);
+            Ok(())
+        }
+        Value::Array(items) => {
+            let i = if last == "-" {
+                items.len()
+            } else {
+                index(last, items.len(), true)
+                    .ok_or_else(|| failed(format!("index {} is out of bounds", show(path))))?
+            };
+            items.insert(i, value);
+            Ok(())
+        }
+        _ => Err(failed(format!(
+            "cannot add {}: its parent is not an object or a list",
+            show(path)
+        ))),
+    }
+}
+
+fn remove(doc: &mut Value, path: &[String]) -> Result<Value, JsonPatchError> {
+    let Some((last, parent)) = path.split_last() else {
+        return Err(failed("cannot remove the whole document".to_owned()));
+    };
+    let missing = || failed(format!("path {} does not exist", show(path)));
+    match get_mut(doc, parent)? {
+        Value::Object(members) => members.remove(last).ok_or_else(missing),
+        Value::Array(items) => {
+            let i = index(last, items.len(), false).ok_or_else(missing)?;
+            Ok(items.remove(i))
+        }
+        _ => Err(missing()),
+    }
+}
+
+/// JSON equality, numbers compared by value (`1` equals `1.0`).
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x == y || (x.as_f64().is_some() && x.as_f64() == y.as_f64())
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn patched(doc: Value, patch: &Value) -> Result<Value, JsonPatchError> {
+        let mut doc = doc;
+        apply(&mut doc, patch).map(|()| doc)
+    }
+
+    /// Examples of RFC 6902, appendix A.
+    #[test]
+    fn rfc_6902_examples() {
+        let ok = [
+            (
+                json!({"foo": "bar"}),
+                json!([{"op": "add", "path": "/baz", "value": "qux"}]),
+                json!({"baz": "qux", "foo": "bar"}),
+            ),
+            (
+                json!({"foo": ["bar", "baz"]}),
+                json!([{"op": "add", "path": "/foo/1", "value": "qux"}]),
+                json!({"foo": ["bar", "qux", "baz"]}),
+            ),
+            (
+                json!({"baz": "qux", "foo": "bar"}),
+                json!([{"op": "remove", "path": "/baz"}]),
+                json!({"foo": "bar"}),
+            ),
+            (
+                json!({"foo": ["bar", "qux", "baz"]}),
+                json!([{"op": "remove", "path": "/foo/1"}]),
+                json!({"foo": ["bar", "baz"]}),
+            ),
+            (
+                json!({"baz": "qux", "foo": "bar"}),
+                json!([{"op": "replace", "path": "/baz", "value": "boo"}]),
+                json!({"baz": "boo", "foo": "bar"}),
+            ),
+            (
+                json!({"foo": {"bar": "baz", "waldo": "fred"}, "qux": {"corge": "grault"}}),
+                json!([{"op": "move", "from": "/foo/waldo", "path": "/qux/thud"}]),
+                json!({"foo": {"bar": "baz"}, "qux": {"corge": "grault", "thud": "fred"}}),
+            ),
+            (
+                json!({"foo": ["all", "grass", "cows", "eat"]}),
+                json!([{"op": "move", "from": "/foo/1", "path": "/foo/3"}]),
+                json!({"foo": ["all", "cows", "eat", "grass"]}),
+            ),
+            (
+                json!({"baz": "qux", "foo": ["a", 2, "c"]}),
+                json!([{"op": "test", "path": "/baz", "value": "qux"}, {"op": "test", "path": "/foo/1", "value": 2}]),
+                json!({"baz": "qux", "foo": ["a", 2, "c"]}),
+            ),
+            (
+                json!({"foo": "bar"}),
+                json!([{"op": "add", "path": "/child", "value": {"grandchild": {}}}]),
+                json!({"foo": "bar", "child": {"grandchild": {}}}),
+            ),
+            (
+                json!({"foo": ["bar"]}),
+                json!([{"op": "add", "path": "/foo/-", "value": ["abc", "def"]}]),
+                json!({"foo": ["bar", ["abc", "def"]]}),
+            ),
+            (
+                json!({"/": 9, "~1": 10}),
+                json!([{"op": "test", "path": "/~01", "value": 10}, {"op": "copy", "from": "/~1", "path": "/c"}]),
+                json!({"/": 9, "~1": 10, "c": 9}),
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "test", "path": "/a", "value": 1.0}]),
+                json!({"a": 1}),
+            ),
+            (
+                json!({"a": 1}),
+                json!([{"op": "replace", "path": "", "value": [1]}]),
+                json!([1]),
+            ),
+        ];
+        for (doc, patch, expected) in ok {
+            assert_eq!(patched(doc, &patch), Ok(expected), "{patch}");
+        }
+    }
+
+    #[test]
+    fn failing_operations_change_nothing() {
+        let failing = [
+            (
+                json!({"baz": "qux"}),
+                json!([{"op": "test", "path": "/baz", "value": "bar"}]),
+            ),
+            (
+                json!({"foo": "bar"}),
+                json!([{"op": "add", "path": "/baz/bat", "value": "qux"}]),
+            ),
+            (
+                json!({"foo": ["a"]}),
+                json!([{"op": "add", "path": "/foo/2", "value": "x"}]),
+            ),
+            (
+                json!({"foo": ["a"]}),
+                json!([{"op": "remove", "path": "/foo/01"}]),
+            ),
+            (
+                json!({"foo": {}}),
+                json!([{"op": "move", "from": "/foo", "path": "/foo/bar"}]),
+            ),
+            (
+                json!({"foo": "bar"}),
+                json!([{"op": "replace", "path": "/nope", "value": 1}]),
+            ),
+        ];
+        for (doc, patch) in failing {
+            let before = doc.clone();
+            let mut after = doc;
+            assert!(
+                matches!(apply(&mut after, &patch), Err(JsonPatchError::Failed(_))),
+                "{patch}"
+            );
+            assert_eq!(after, before, "all or nothing");
+        }
+    }
+
+    #[test]
+    fn malformed_patches() {
+        for patch in [
+            json!({"op": "add"}),
+            json!([{"path": "/a"}]),
+            json!([{"op": "frob", "path": "/a"}]),
+            json!([{"op": "add", "path": "a", "value": 1}]),
+            json!([{"op": "add", "path": "/a"}]),
+        ] {
+            assert!(
+                matches!(
+                    patched(json!({}), &patch),
+                    Err(JsonPatchError::Malformed(_))
+                ),
+                "{patch}"
+            );
+        }
+    }
+}

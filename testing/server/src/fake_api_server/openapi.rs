@@ -1,0 +1,339 @@
+//! `OpenAPI` v3 documents generated from the registered resources, for clients that read the
+//! server's schema before they write: kubectl's `create`, `apply` and `replace` fetch
+//! `/openapi/v3` and then the document of the object's group-version, and look for a PATCH
+//! operation tagged with the object's `x-kubernetes-group-version-kind` that takes the
+//! `fieldValidation` query parameter. Finding it, kubectl leaves validation to the server and
+//! sends `fieldValidation=Strict`; without it, it validates on its side from `/openapi/v2`
+//! (protobuf, not served here) and fails with "failed to download openapi".
+//!
+//! The schemas are permissive: each kind is an object with `apiVersion`, `kind`, `metadata`
+//! and `x-kubernetes-preserve-unknown-fields`, tagged with its group-version-kind, so that
+//! nothing a test writes is refused. The PATCH operations list the JSON, merge and apply patch
+//! media types but not the strategic merge one, although the server accepts it: kubectl would
+//! otherwise compute `apply`'s strategic merge patches from these schemas, which have no
+//! fields to find merge keys in, and warn. Without it kubectl uses the Go types it is built
+//! with, as with a real server.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::patch::PatchType;
+use super::served_resource::ServedResource;
+use super::util::fnv1a;
+
+/// `/openapi/v3`: every group-version's document, as `serverRelativeURL` with a hash of its
+/// content (clients cache documents by URL).
+pub(crate) fn root(resources: &[&ServedResource]) -> Value {
+    let mut paths = Map::new();
+    for gv in group_versions(resources) {
+        if let Some(doc) = document(resources, &gv) {
+            let hash = fnv1a(doc.to_string().as_bytes(), 0);
+            paths.insert(
+                gv.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={hash:016X}")}),
+            );
+        }
+    }
+    json!({"paths": paths})
+}
+
+/// The `api/v1` or `apis/<group>/<version>` of every registered resource.
+fn group_versions(resources: &[&ServedResource]) -> Vec<String> {
+    let mut gvs: Vec<String> = resources.iter().map(|r| gv_path(r)).collect();
+    gvs.sort();
+    gvs.dedup();
+    gvs
+}
+
+fn gv_path(r: &ServedResource) -> String {
+    if r.api.group.is_empty() {
+        format!("api/{}", r.api.version)
+    } else {
+        format!("apis/{}/{}", r.api.group, r.api.version)
+    }
+}
+
+/// The document of group-version `gv` (`api/v1`, `apis/apps/v1`), `None` if nothing is served
+/// there.
+pub(crate) fn document(resources: &[&ServedResource], gv: &str) -> Option<Value> {
+    let served: Vec<&ServedResource> = resources
+        .iter()
+        .copied()
+        .filter(|r| gv_path(r) == gv)
+        .collect();
+    if served.is_empty() {
+        return None;
+    }
+    let mut paths = BTreeMap::new();
+    let mut schemas = BTreeMap::new();
+    for r in served {
+        describe(r, gv, &mut paths, &mut schemas);
+    }
+    schemas.insert(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Patch".to_owned(),
+        json!({"description": "The body of a PATCH request.", "type": "object"}),
+    );
+    schemas.insert(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Status".to_owned(),
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+            "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", "kind": "Status"}]}),
+    );
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes (kcache fake API server)", "version": "v1.34.0"},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }))
+}
+
+/// Adds the paths and schemas of resource `r`, served in group-version `gv`.
+fn describe(
+    r: &ServedResource,
+    gv: &str,
+    paths: &mut BTreeMap<String, Value>,
+    schemas: &mut BTreeMap<String, Value>,
+) {
+    let name = schema_name(r);
+    let gvk = json!({"group": r.api.group, "version": r.api.version, "kind": r.kind});
+    let list_gvk = json!({"group": r.api.group, "version": r.api.version,
+        "kind": format!("{}List", r.kind)});
+    let metadata = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    schemas.insert(
+        name.clone(),
+        json!({
+            "description": format!("{} (schema kept permissive by the fake API server)", r.kind),
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": metadata,
+            },
+            "x-kubernetes-preserve-unknown-fields": true,
+            "x-kubernetes-group-version-kind": [gvk],
+        }),
+    );
+    schemas.insert(
+        format!("{name}List"),
+        json!({
+            "type": "object",
+            "required": ["items"],
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": metadata,
+                "items": {"type": "array", "items": {"$ref": schema_ref(&name)}},
+            },
+            "x-kubernetes-group-version-kind": [list_gvk],
+        }),
+    );
+    let ops = Operations {
+        resource: r,
+        schema: schema_ref(&name),
+        list_schema: schema_ref(&format!("{name}List")),
+        gvk,
+    };
+    let plural = &r.api.plural;
+    let (collection, item, scope) = if r.api.namespaced {
+        paths.insert(
+            format!("/{gv}/{plural}"),
+            json!({"get": ops.list("AllNamespaces")}),
+        );
+        (
+            format!("/{gv}/namespaces/{{namespace}}/{plural}"),
+            format!("/{gv}/namespaces/{{namespace}}/{plural}/{{name}}"),
+            "Namespaced",
+        )
+    } else {
+        (
+            format!("/{gv}/{plural}"),
+            format!("/{gv}/{plural}/{{name}}"),
+            "",
+        )
+    };
+    let collection_params: Vec<Value> = r
+        .api
+        .namespaced
+        .then(|| path_param("namespace"))
+        .into_iter()
+        .collect();
+    let mut item_params = collection_params.clone();
+    item_params.insert(0, path_param("name"));
+    let write_params = ["fieldManager", "fieldValidation"];
+    paths.insert(
+        collection,
+        json!({
+            "get": ops.list(scope),
+            "post": ops.write("create", "post", scope, &write_params),
+            "parameters": collection_params,
+        }),
+    );
+    paths.insert(
+        item,
+        json!({
+            "get": ops.read(scope),
+            "put": ops.write("replace", "put", scope, &write_params),
+            "patch": ops.patch(scope),
+            "delete": ops.delete(scope),
+            "parameters": item_params,
+        }),
+    );
+}
+
+/// `io.k8s.api.core.v1.Pod`, `io.k8s.api.apps.v1.Deployment`,
+/// `io.k8s.api.coordination.v1.Lease`, `com.example.v1.Widget`: the schema names of the real
+/// server for built-in kinds, the reversed group for others.
+fn schema_name(r: &ServedResource) -> String {
+    let group = r.api.group.as_str();
+    let prefix = if group.is_empty() {
+        "io.k8s.api.core".to_owned()
+    } else if !group.contains('.') {
+        format!("io.k8s.api.{group}")
+    } else if let Some(built_in) = group.strip_suffix(".k8s.io") {
+        format!(
+            "io.k8s.api.{}",
+            built_in.split('.').next().unwrap_or(built_in)
+        )
+    } else {
+        group.rsplit('.').collect::<Vec<_>>().join(".")
+    };
+    format!("{prefix}.{}.{}", r.api.version, r.kind)
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!(format!("#/components/schemas/{name}"))
+}
+
+fn path_param(name: &str) -> Value {
+    json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "uniqueItems": true}})
+}
+
+fn query_param(name: &str) -> Value {
+    let kind = match name {
+        "limit" | "timeoutSeconds" | "gracePeriodSeconds" => "integer",
+        "watch" | "allowWatchBookmarks" | "sendInitialEvents" | "force" => "boolean",
+        _ => "string",
+    };
+    json!({"name": name, "in": "query", "schema": {"type": kind, "uniqueItems": true}})
+}
+
+fn json_content(schema: &Value) -> Value {
+    json!({"application/json": {"schema": {"$ref": schema}}})
+}
+
+/// The operations of one resource.
+struct Operations<'r> {
+    resource: &'r ServedResource,
+    schema: Value,
+    list_schema: Value,
+    gvk: Value,
+}
+
+impl Operations<'_> {
+    fn operation(
+        &self,
+        action: &str,
+        verb: &str,
+        scope: &str,
+        params: &[&str],
+        response: &Value,
+    ) -> Map<String, Value> {
+        let kind = &self.resource.kind;
+        let mut op = Map::new();
+        op.insert("operationId".into(), json!(format!("{verb}{scope}{kind}")));
+        op.insert("description".into(), json!(format!("{action} {kind}")));
+        op.insert(
+            "parameters".into(),
+            Value::Array(params.iter().map(|p| query_param(p)).collect()),
+        );
+        op.insert(
+            "responses".into(),
+            json!({"200": {"description": "OK", "content": json_content(response)}}),
+        );
+        op.insert("x-kubernetes-action".into(), json!(action));
+        op.insert("x-kubernetes-group-version-kind".into(), self.gvk.clone());
+        op
+    }
+
+    fn list(&self, scope: &str) -> Value {
+        let params = [
+            "allowWatchBookmarks",
+            "continue",
+            "fieldSelector",
+            "labelSelector",
+            "limit",
+            "resourceVersion",
+            "resourceVersionMatch",
+            "sendInitialEvents",
+            "timeoutSeconds",
+            "watch",
+        ];
+        Value::Object(self.operation("list", "list", scope, &params, &self.list_schema))
+    }
+
+    fn read(&self, scope: &str) -> Value {
+        Value::Object(self.operation("get", "read", scope, &[], &self.schema))
+    }
+
+    fn write(&self, action: &str, verb: &str, scope: &str, params: &[&str]) -> Value {
+        let mut op = self.operation(action, verb, scope, params, &self.schema);
+        op.insert(
+            "requestBody".into(),
+            json!({"content": json_content(&self.schema), "required": true}),
+        );
+        Value::Object(op)
+    }
+
+    fn patch(&self, scope: &str) -> Value {
+        let params = ["fieldManager", "fieldValidation", "force"];
+        let mut op = self.operation("patch", "patch", scope, &params, &self.schema);
+        let patch =
+            json!({"schema": {"$ref": schema_ref("io.k8s.apimachinery.pkg.apis.meta.v1.Patch")}});
+        let content: Map<String, Value> = PatchType::ALL
+            .into_iter()
+            .filter(|t| *t != PatchType::StrategicMerge)
+            .map(|t| (t.content_type().to_owned(), patch.clone()))
+            .collect();
+        op.insert(
+            "requestBody".into(),
+            json!({"content": content, "required": true}),
+        );
+        Value::Object(op)
+    }
+
+    fn delete(&self, scope: &str) -> Value {
+        let status = schema_ref("io.k8s.apimachinery.pkg.apis.meta.v1.Status");
+        let params = ["gracePeriodSeconds", "propagationPolicy"];
+        Value::Object(self.operation("delete", "delete", scope, &params, &status))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_follow_the_real_servers() {
+        let names: Vec<String> = [
+            ServedResource::pods(),
+            ServedResource::deployments(),
+            ServedResource::leases(),
+            ServedResource::new(
+                kcache_store::ApiResource::new("example.com", "v1", "widgets", true),
+                "Widget",
+            ),
+        ]
+        .iter()
+        .map(schema_name)
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "io.k8s.api.core.v1.Pod",
+                "io.k8s.api.apps.v1.Deployment",
+                "io.k8s.api.coordination.v1.Lease",
+                "com.example.v1.Widget"
+            ]
+        );
+    }
+}

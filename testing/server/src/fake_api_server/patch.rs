@@ -1,0 +1,138 @@
+//! [`PatchType`]: the four kinds of PATCH the fake server applies, and how each one turns the
+//! stored object and a patch body into the object to write.
+//!
+//! - [`Json`](PatchType::Json): RFC 6902 ([`json_patch`](super::json_patch)); a failed
+//!   operation (a `test`, a missing path) is 422 Invalid, a malformed patch 400.
+//! - [`Merge`](PatchType::Merge): RFC 7386 ([`merge_patch`](super::merge_patch)).
+//! - [`StrategicMerge`](PatchType::StrategicMerge): a merge patch that also follows the
+//!   directives kubectl writes, lists otherwise replaced wholesale
+//!   ([`strategic_merge`](super::strategic_merge) says exactly how far it goes).
+//! - [`Apply`](PatchType::Apply): server-side apply, simplified: the applied object (YAML or
+//!   JSON) is merged into the stored one as a merge patch, or created when there is none. No
+//!   `managedFields` are kept, so there are no field-ownership conflicts, and a field that an
+//!   applier stops sending is left in place (the real server removes fields their manager no
+//!   longer applies). Over HTTP the `fieldManager` parameter is required, as on the real server.
+//!
+//! In every kind a `metadata.resourceVersion` the patch sets is a precondition: the write fails
+//! with 409 Conflict unless it is the stored version's. A patch that changes nothing writes
+//! nothing: the object keeps its resource version and no watch event is sent.
+
+use kcache_store::DynamicObject;
+use serde_json::Value;
+
+use super::json_patch::{self, JsonPatchError};
+use super::status::ApiError;
+use super::{merge_patch, strategic_merge};
+
+/// How a PATCH body is applied, from its `Content-Type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PatchType {
+    /// `application/json-patch+json`: a list of RFC 6902 operations.
+    Json,
+    /// `application/merge-patch+json`: an RFC 7386 merge patch.
+    Merge,
+    /// `application/strategic-merge-patch+json`: a merge patch with kubectl's list directives.
+    StrategicMerge,
+    /// `application/apply-patch+yaml`: server-side apply of a whole object, simplified.
+    Apply,
+}
+
+impl PatchType {
+    /// Every patch type, in the order the server lists them in its `OpenAPI` documents.
+    pub const ALL: [PatchType; 4] = [
+        PatchType::Json,
+        PatchType::Merge,
+        PatchType::StrategicMerge,
+        PatchType::Apply,
+    ];
+
+    /// The media type a PATCH of this type carries.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            PatchType::Json => "application/json-patch+json",
+            PatchType::Merge => "application/merge-patch+json",
+            PatchType::StrategicMerge => "application/strategic-merge-patch+json",
+            PatchType::Apply => "application/apply-patch+yaml",
+        }
+    }
+
+    /// The patch type of a `Content-Type` header value (parameters such as `charset` ignored),
+    /// `None` for any other media type.
+    pub fn from_content_type(content_type: &str) -> Option<Self> {
+        let media = content_type.split(';').next().unwrap_or("").trim();
+        Self::ALL
+            .into_iter()
+            .find(|t| t.content_type().eq_ignore_ascii_case(media))
+    }
+}
+
+/// The 415 for a PATCH whose `Content-Type` is none of the [`PatchType`]s.
+pub(crate) fn unsupported_media_type(content_type: &str) -> ApiError {
+    let accepted: Vec<&str> = PatchType::ALL.iter().map(|t| t.content_type()).collect();
+    ApiError::new(
+        415,
+        "UnsupportedMediaType",
+        &format!(
+            "the body of the request was in an unknown format ({content_type:?}) - accepted media \
+             types include: {}",
+            accepted.join(", ")
+        ),
+    )
+}
+
+/// Decodes a patch body: JSON, or for [`PatchType::Apply`] also YAML (of which JSON is a part).
+pub(crate) fn decode(patch_type: PatchType, body: &[u8]) -> Result<Value, ApiError> {
+    let json = serde_json::from_slice::<Value>(body);
+    match (json, patch_type) {
+        (Ok(v), _) => Ok(v),
+        (Err(_), PatchType::Apply) => {
+            let text = std::str::from_utf8(body)
+                .map_err(|_| ApiError::bad_request("the apply patch is not UTF-8 text"))?;
+            let mut options = serde_saphyr::Options::default();
+            options.with_snippet = false;
+            serde_saphyr::from_str_with_options::<Value>(text, options)
+                .map_err(|e| ApiError::bad_request(&format!("error decoding YAML: {e}")))
+        }
+        (Err(e), _) => Err(ApiError::bad_request(&format!("error decoding patch: {e}"))),
+    }
+}
+
+/// The object `current` becomes under `patch`, before the write's own checks (name, uid,
+/// resource version).
+pub(crate) fn patched(
+    current: &DynamicObject,
+    patch_type: PatchType,
+    patch: &Value,
+) -> Result<DynamicObject, ApiError> {
+    let mut doc = serde_json::to_value(current).map_err(super::status::internal)?;
+    match patch_type {
+        PatchType::Json => json_patch::apply(&mut doc, patch).map_err(|e| match e {
+            JsonPatchError::Malformed(m) => ApiError::bad_request(&m),
+            JsonPatchError::Failed(m) => ApiError::new(422, "Invalid", &m),
+        })?,
+        PatchType::Merge | PatchType::Apply => {
+            require_object(patch)?;
+            merge_patch::merge(&mut doc, patch);
+        }
+        PatchType::StrategicMerge => {
+            require_object(patch)?;
+            strategic_merge::merge(&mut doc, patch);
+        }
+    }
+    serde_json::from_value(doc).map_err(|e| {
+        ApiError::new(
+            422,
+            "Invalid",
+            &format!("the patched object is not a valid object: {e}"),
+        )
+    })
+}
+
+fn require_object(patch: &Value) -> Result<(), ApiError> {
+    if patch.is_object() {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request("the patch is not a JSON object"))
+    }
+}

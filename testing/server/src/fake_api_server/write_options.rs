@@ -1,0 +1,44 @@
+//! The query parameters of writes (`CreateOptions`, `UpdateOptions`, `PatchOptions`,
+//! `DeleteOptions`) that the fake server looks at, checked as kube-apiserver checks them.
+//!
+//! - `fieldValidation` (`Strict`, `Warn`, `Ignore`; kubectl sends `Strict`) is accepted and not
+//!   enforced: objects have no schema here, so there is no unknown field to report.
+//! - `fieldManager` is required for an apply patch (422 without it, as on the real server) and
+//!   otherwise ignored: no `managedFields` are kept.
+//! - `dryRun` is refused (400): writes here always happen, and a test that asked for a dry run
+//!   must not see one.
+
+use super::patch::PatchType;
+use super::status::ApiError;
+
+/// Checks a write's query parameters; `patch` is the patch type for a PATCH.
+pub(crate) fn check(query: &[(String, String)], patch: Option<PatchType>) -> Result<(), ApiError> {
+    let param = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    if let Some(v) = param("fieldValidation")
+        && !matches!(v, "" | "Strict" | "Warn" | "Ignore")
+    {
+        return Err(ApiError::bad_request(&format!(
+            "fieldValidation: Unsupported value: {v:?}: supported values: \"Ignore\", \"Strict\", \
+             \"Warn\""
+        )));
+    }
+    if param("dryRun").is_some_and(|v| !v.is_empty()) {
+        return Err(ApiError::bad_request(
+            "dryRun is not supported by the fake API server: its writes always happen",
+        ));
+    }
+    if patch == Some(PatchType::Apply) && param("fieldManager").is_none_or(str::is_empty) {
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required \
+             for apply patch",
+        ));
+    }
+    Ok(())
+}

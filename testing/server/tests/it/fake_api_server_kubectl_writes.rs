@@ -1,0 +1,443 @@
+//! The real kubectl writing to the fake API server, with its default client-side checks
+//! (no `--validate=false`): `create -f`, `apply -f` twice, `apply --server-side`, `label`,
+//! `annotate`, `patch` of each type, `delete`, and `get` of the default kinds, `-o wide`
+//! included.
+//!
+//! Like the other kubectl tests they need `/usr/bin/kubectl`, and pass saying they did not run
+//! without it unless `KCACHE_REQUIRE_KUBECTL` is set.
+
+use std::path::PathBuf;
+
+use kcache_testing_server::fake_api_server::ServedResource;
+use serde_json::{Value, json};
+
+use crate::fake_api_server::pod;
+use crate::fake_api_server_kubectl::{Env, env, kubectl, kubectl_available, run};
+
+/// A manifest file for kubectl, removed on drop.
+struct Manifest(PathBuf);
+
+impl Manifest {
+    fn new(env: &Env, name: &str, yaml: &str) -> Self {
+        let path = env.kubeconfig.with_extension(format!("{name}.yaml"));
+        std::fs::write(&path, yaml).unwrap();
+        Self(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for Manifest {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+const DEPLOYMENT_AND_CONFIGMAP: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels:
+    app: web
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+        ports:
+        - containerPort: 80
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  mode: fast
+";
+
+/// A deployment, a service and a lease in namespace `shop`.
+const SHOP: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+  namespace: shop
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: api
+  template:
+    metadata:
+      labels:
+        app: api
+    spec:
+      containers:
+      - name: api
+        image: api:1
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: api
+  namespace: shop
+spec:
+  clusterIP: 10.96.0.20
+  selector:
+    app: api
+  ports:
+  - port: 8080
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: api-leader
+  namespace: shop
+spec:
+  holderIdentity: api-0
+";
+
+/// The stored object as JSON.
+fn stored(env: &Env, resource: &ServedResource, ns: Option<&str>, name: &str) -> Value {
+    let obj = env.server.get(resource, ns, name).unwrap();
+    serde_json::to_value(&*obj).unwrap()
+}
+
+#[tokio::test]
+async fn kubectl_create_f_validates_through_openapi_v3() {
+    if !kubectl_available("kubectl_create_f_validates_through_openapi_v3") {
+        return;
+    }
+    let env = env(false).await;
+    let manifest = Manifest::new(&env, "create", DEPLOYMENT_AND_CONFIGMAP);
+    let out = run(&env, &["create", "-f", manifest.path()]).await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["deployment.apps/web created", "configmap/settings created"]
+    );
+    let deploy = stored(&env, &ServedResource::deployments(), Some("default"), "web");
+    assert_eq!(deploy["spec"]["replicas"], 2);
+    // kubectl found fieldValidation in the OpenAPI v3 documents, so it left validation to the
+    // server instead of fetching /openapi/v2.
+    let requests = env.server.requests();
+    let paths: Vec<&str> = requests.iter().map(|r| r.path.as_str()).collect();
+    assert!(paths.contains(&"/openapi/v3"), "{paths:?}");
+    assert!(paths.contains(&"/openapi/v3/apis/apps/v1"), "{paths:?}");
+    assert!(!paths.contains(&"/openapi/v2"), "{paths:?}");
+    let post = requests
+        .iter()
+        .find(|r| r.method == "POST" && r.path.ends_with("/deployments"))
+        .unwrap();
+    assert_eq!(post.param("fieldValidation"), Some("Strict"));
+    // Created again: AlreadyExists, as kubectl reports it.
+    let again = kubectl(&env, &["create", "-f", manifest.path()])
+        .output()
+        .await
+        .unwrap();
+    assert!(!again.status.success());
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("already exists"), "{stderr}");
+}
+
+#[tokio::test]
+async fn kubectl_apply_twice_patches_the_second_time() {
+    if !kubectl_available("kubectl_apply_twice_patches_the_second_time") {
+        return;
+    }
+    let env = env(false).await;
+    let manifest = Manifest::new(&env, "apply", DEPLOYMENT_AND_CONFIGMAP);
+    let out = run(&env, &["apply", "-f", manifest.path()]).await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["deployment.apps/web created", "configmap/settings created"]
+    );
+    let changed = DEPLOYMENT_AND_CONFIGMAP
+        .replacen("app: web\nspec:", "app: web\n    tier: front\nspec:", 1)
+        .replace("nginx:1.27", "nginx:1.28");
+    let manifest = Manifest::new(&env, "apply", &changed);
+    env.server.clear_requests();
+    let out = run(&env, &["apply", "-f", manifest.path()]).await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "deployment.apps/web configured",
+            "configmap/settings unchanged"
+        ]
+    );
+    let patch = env
+        .server
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "PATCH")
+        .expect("the second apply patches");
+    assert!(patch.path.ends_with("/deployments/web"), "{}", patch.path);
+    let deploy = stored(&env, &ServedResource::deployments(), Some("default"), "web");
+    assert_eq!(
+        deploy["metadata"]["labels"],
+        json!({"app": "web", "tier": "front"})
+    );
+    assert!(
+        deploy["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .as_str()
+            .unwrap()
+            .contains("front")
+    );
+    // The strategic merge patch named the container by its merge key: its ports stayed.
+    assert_eq!(
+        deploy["spec"]["template"]["spec"]["containers"],
+        json!([{"name": "nginx", "image": "nginx:1.28", "ports": [{"containerPort": 80}]}])
+    );
+}
+
+#[tokio::test]
+async fn kubectl_apply_server_side() {
+    if !kubectl_available("kubectl_apply_server_side") {
+        return;
+    }
+    let env = env(false).await;
+    let lease = "\
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: leader
+  namespace: team-a
+spec:
+  holderIdentity: one
+  leaseDurationSeconds: 15
+";
+    let manifest = Manifest::new(&env, "ssa", lease);
+    let out = run(&env, &["apply", "--server-side", "-f", manifest.path()]).await;
+    assert_eq!(
+        out.trim(),
+        "lease.coordination.k8s.io/leader serverside-applied"
+    );
+    let manifest = Manifest::new(&env, "ssa", &lease.replace("one", "two"));
+    let out = run(&env, &["apply", "--server-side", "-f", manifest.path()]).await;
+    assert_eq!(
+        out.trim(),
+        "lease.coordination.k8s.io/leader serverside-applied"
+    );
+    let stored = stored(&env, &ServedResource::leases(), Some("team-a"), "leader");
+    assert_eq!(stored["spec"]["holderIdentity"], "two");
+    let apply = env
+        .server
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "PATCH")
+        .unwrap();
+    assert_eq!(apply.param("fieldManager"), Some("kubectl"));
+    // The namespace came with the lease.
+    let out = run(&env, &["get", "ns", "team-a", "-o", "name"]).await;
+    assert_eq!(out.trim(), "namespace/team-a");
+}
+
+#[tokio::test]
+async fn kubectl_label_annotate_patch_and_delete() {
+    if !kubectl_available("kubectl_label_annotate_patch_and_delete") {
+        return;
+    }
+    let env = env(false).await;
+    let cms = ServedResource::configmaps();
+    let cm = serde_json::from_value(
+        json!({"metadata": {"name": "c", "namespace": "default"}, "data": {"a": "1"}}),
+    )
+    .unwrap();
+    env.server.create(&cms, cm).unwrap();
+    let steps: [(&[&str], &str); 6] = [
+        (&["label", "cm", "c", "color=blue"], "configmap/c labeled"),
+        (&["annotate", "cm", "c", "note=hi"], "configmap/c annotated"),
+        (
+            &[
+                "patch",
+                "cm",
+                "c",
+                "--type=merge",
+                "-p",
+                r#"{"data":{"b":"2","a":null}}"#,
+            ],
+            "configmap/c patched",
+        ),
+        (
+            &[
+                "patch",
+                "cm",
+                "c",
+                "--type=json",
+                "-p",
+                r#"[{"op":"add","path":"/data/c","value":"3"}]"#,
+            ],
+            "configmap/c patched",
+        ),
+        (
+            &["patch", "cm", "c", "-p", r#"{"data":{"d":"4"}}"#],
+            "configmap/c patched",
+        ),
+        (&["label", "cm", "c", "color-"], "configmap/c unlabeled"),
+    ];
+    for (args, expected) in steps {
+        assert_eq!(run(&env, args).await.trim(), expected, "kubectl {args:?}");
+    }
+    let stored = stored(&env, &cms, Some("default"), "c");
+    assert_eq!(stored["data"], json!({"b": "2", "c": "3", "d": "4"}));
+    assert_eq!(stored["metadata"]["annotations"], json!({"note": "hi"}));
+    assert!(
+        stored["metadata"]
+            .get("labels")
+            .is_none_or(|l| l == &json!({})),
+        "{stored}"
+    );
+    // Each change was one write.
+    assert_eq!(stored["metadata"]["resourceVersion"], "8");
+    let out = run(&env, &["delete", "cm", "c"]).await;
+    assert_eq!(out.trim(), "configmap \"c\" deleted");
+    assert!(env.server.get(&cms, Some("default"), "c").is_none());
+}
+
+#[tokio::test]
+async fn kubectl_get_wide_shows_the_wide_columns() {
+    if !kubectl_available("kubectl_get_wide_shows_the_wide_columns") {
+        return;
+    }
+    let env = env(false).await;
+    let mut p: Value = serde_json::to_value(pod("web", "web-1", "web")).unwrap();
+    p["status"]["podIP"] = json!("10.1.2.3");
+    env.server
+        .create(&ServedResource::pods(), serde_json::from_value(p).unwrap())
+        .unwrap();
+    let out = run(&env, &["get", "pods", "-n", "web", "-o", "wide"]).await;
+    eprintln!("kubectl get pods -o wide:\n{out}");
+    let header: Vec<&str> = out
+        .lines()
+        .next()
+        .unwrap()
+        .split("  ")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "READY",
+            "STATUS",
+            "RESTARTS",
+            "AGE",
+            "IP",
+            "NODE",
+            "NOMINATED NODE",
+            "READINESS GATES"
+        ]
+    );
+    let row: Vec<&str> = out.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row[..4], ["web-1", "0/1", "Running", "0"]);
+    assert_eq!(row[5..], ["10.1.2.3", "node-1", "<none>", "<none>"]);
+    let narrow = run(&env, &["get", "pods", "-n", "web"]).await;
+    assert!(!narrow.contains("NODE"), "{narrow}");
+
+    let manifest = Manifest::new(&env, "wide", DEPLOYMENT_AND_CONFIGMAP);
+    run(&env, &["create", "-f", manifest.path()]).await;
+    let out = run(&env, &["get", "deploy", "-o", "wide"]).await;
+    eprintln!("kubectl get deploy -o wide:\n{out}");
+    let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ]
+    );
+    let row: Vec<&str> = out.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(row[..4], ["web", "0/2", "0", "0"]);
+    assert_eq!(row[5..], ["nginx", "nginx:1.27", "app=web"]);
+}
+
+#[tokio::test]
+async fn kubectl_get_deployments_services_leases_and_namespaces() {
+    if !kubectl_available("kubectl_get_deployments_services_leases_and_namespaces") {
+        return;
+    }
+    let env = env(false).await;
+    let manifest = Manifest::new(&env, "get", SHOP);
+    run(&env, &["create", "-f", manifest.path()]).await;
+    let out = run(&env, &["get", "deployments,svc,leases,ns", "-A"]).await;
+    eprintln!("kubectl get deployments,svc,leases,ns -A:\n{out}");
+    let blocks: Vec<Vec<Vec<&str>>> = out
+        .split("\n\n")
+        .map(|b| b.lines().map(|l| l.split_whitespace().collect()).collect())
+        .collect();
+    assert_eq!(blocks.len(), 4, "{out}");
+    assert_eq!(
+        blocks[0][0],
+        [
+            "NAMESPACE",
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        blocks[0][1][..5],
+        ["shop", "deployment.apps/api", "0/1", "0", "0"]
+    );
+    assert_eq!(
+        blocks[1][0],
+        [
+            "NAMESPACE",
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        blocks[1][1][..6],
+        [
+            "shop",
+            "service/api",
+            "ClusterIP",
+            "10.96.0.20",
+            "<none>",
+            "8080/TCP"
+        ]
+    );
+    assert_eq!(blocks[2][0], ["NAMESPACE", "NAME", "HOLDER", "AGE"]);
+    assert_eq!(
+        blocks[2][1][..3],
+        ["shop", "lease.coordination.k8s.io/api-leader", "api-0"]
+    );
+    // Cluster-scoped: an empty NAMESPACE cell.
+    assert_eq!(blocks[3][0], ["NAMESPACE", "NAME", "STATUS", "AGE"]);
+    let namespaces: Vec<&str> = blocks[3][1..].iter().map(|row| row[0]).collect();
+    assert_eq!(
+        namespaces,
+        [
+            "namespace/default",
+            "namespace/kube-node-lease",
+            "namespace/kube-public",
+            "namespace/kube-system",
+            "namespace/shop"
+        ]
+    );
+    assert!(blocks[3][1..].iter().all(|row| row[1] == "Active"));
+}
