@@ -69,11 +69,8 @@ async fn replica(
 
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
-    let leases = ServedResource::new(
-        ApiResource::new("coordination.k8s.io", "v1", "leases", true),
-        "Lease",
-    );
-    let server = FakeApiServer::builder().resource(leases).start().await?;
+    // Leases are among the kinds the fake server serves by default.
+    let server = FakeApiServer::start().await?;
     for name in ["settings", "flags"] {
         server.create(
             &ServedResource::configmaps(),

@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use kcache_client_http::{Client, Config, HttpLeaseLock};
 use kcache_informer::LeaderElector;
-use kcache_store::ApiResource;
-use kcache_testing_server::{FakeApiServer, ServedResource};
+use kcache_testing_server::FakeApiServer;
 use tokio_util::sync::CancellationToken;
 
 type Terms = Arc<Mutex<Vec<(String, Instant, Option<Instant>)>>>;
@@ -72,15 +71,8 @@ async fn leader(terms: &Terms, not: &[&str]) -> (String, Instant) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn candidates_over_http_keep_one_leader_and_hand_over() {
-    let leases = ServedResource::new(
-        ApiResource::new("coordination.k8s.io", "v1", "leases", true),
-        "Lease",
-    );
-    let server = FakeApiServer::builder()
-        .resource(leases)
-        .start()
-        .await
-        .unwrap();
+    // Leases are among the kinds the fake server serves by default.
+    let server = FakeApiServer::start().await.unwrap();
     let terms: Terms = Arc::default();
     let mut candidates = vec![
         ("a", stand(server.url(), "a", true, &terms)),
