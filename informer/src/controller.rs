@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kcache_queue::{Deltas, ProcessError, Queue};
-use kcache_reflector::{ErrorHook, ListOptions, ListerWatcher, Reflector, ReflectorBuilder};
+use kcache_reflector::{
+    ErrorChain, ErrorHook, ListOptions, ListerWatcher, Reflector, ReflectorBuilder,
+};
 use kcache_store::{Object, TransformFn};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -206,7 +208,10 @@ impl<T: Object> Controller<T> {
             }
             match popped {
                 Err(e) if e.is_closed() => break,
-                Err(e) => tracing::warn!(error = %e, "processing a popped item failed"),
+                Err(e) => tracing::error!(
+                    error = %ErrorChain(&e),
+                    "the cache refused a change; it is skipped and the next relist corrects it"
+                ),
                 Ok(()) => {}
             }
         }

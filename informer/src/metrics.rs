@@ -177,25 +177,49 @@ pub(crate) struct ReconcileMetrics {
     active: Gauge,
 }
 
-/// The outcomes [`RESULT_LABEL`] takes, in the order of [`ReconcileMetrics::outcomes`].
-pub(crate) const OUTCOMES: [&str; 6] = [
-    "success",
-    "requeue",
-    "requeue_after",
-    "error",
-    "terminal",
-    "panic",
-];
+/// How a reconcile ended: the values of [`RESULT_LABEL`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Success,
+    Requeue,
+    RequeueAfter,
+    Error,
+    Terminal,
+    Panic,
+}
+
+impl Outcome {
+    /// Every outcome, in declaration order (so `outcome as usize` indexes it).
+    const ALL: [Self; 6] = [
+        Self::Success,
+        Self::Requeue,
+        Self::RequeueAfter,
+        Self::Error,
+        Self::Terminal,
+        Self::Panic,
+    ];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Requeue => "requeue",
+            Self::RequeueAfter => "requeue_after",
+            Self::Error => "error",
+            Self::Terminal => "terminal",
+            Self::Panic => "panic",
+        }
+    }
+}
 
 impl ReconcileMetrics {
     /// Registers the metrics of runner `name` with the recorder in place.
     pub(crate) fn new(name: &str) -> Self {
         Self {
-            outcomes: OUTCOMES.map(|result| {
+            outcomes: Outcome::ALL.map(|outcome| {
                 metrics::counter!(
                     RECONCILE_TOTAL,
                     NAME_LABEL => name.to_owned(),
-                    RESULT_LABEL => result
+                    RESULT_LABEL => outcome.as_str()
                 )
             }),
             duration: metrics::histogram!(RECONCILE_DURATION_SECONDS, NAME_LABEL => name.to_owned()),
@@ -208,13 +232,11 @@ impl ReconcileMetrics {
         self.active.increment(1.0);
     }
 
-    /// A reconcile ended with outcome `OUTCOMES[outcome]` after `took`.
-    pub(crate) fn ended(&self, outcome: usize, took: std::time::Duration) {
+    /// A reconcile ended with `outcome` after `took`.
+    pub(crate) fn ended(&self, outcome: Outcome, took: std::time::Duration) {
         self.active.decrement(1.0);
         self.duration.record(took.as_secs_f64());
-        if let Some(c) = self.outcomes.get(outcome) {
-            c.increment(1);
-        }
+        self.outcomes[outcome as usize].increment(1);
     }
 }
 

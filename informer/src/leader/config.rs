@@ -70,13 +70,19 @@ impl LeaderElectorBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::LeaderElectionConfig`], in client-go's order: the lease duration must exceed
-    /// the renew deadline, which must exceed 1.2 × the retry period; no duration may be zero;
+    /// [`Error::LeaderElectionConfig`], in client-go's order: the lease duration, cut to whole
+    /// seconds as a Lease carries it, must exceed the renew deadline, which must exceed 1.2 × the retry period; no duration may be zero;
     /// the identity must not be empty.
     pub fn build(self) -> Result<LeaderElector> {
         let invalid = |why: &str| Err(Error::LeaderElectionConfig(why.to_owned()));
-        if self.lease_duration <= self.renew_deadline {
-            return invalid("the lease duration must be greater than the renew deadline");
+        // Leases carry whole seconds: what the other candidates wait is the duration cut to
+        // seconds, so that is what must exceed the renew deadline (and be at least 1 s).
+        let written = Duration::from_secs(self.lease_duration.as_secs());
+        if written <= self.renew_deadline {
+            return invalid(
+                "the lease duration (in whole seconds, as a Lease carries it) must be greater \
+                 than the renew deadline",
+            );
         }
         if self.renew_deadline.as_secs_f64() <= JITTER_FACTOR * self.retry_period.as_secs_f64() {
             return invalid("the renew deadline must be greater than 1.2 × the retry period");

@@ -82,6 +82,17 @@ struct State {
     rng: fastrand::Rng,
 }
 
+/// What one `tryAcquireOrRenew` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attempt {
+    /// This candidate holds the Lease (acquired or renewed).
+    Held,
+    /// Another candidate holds a valid Lease.
+    HeldByOther,
+    /// The server could not be asked, or a write lost a race.
+    Failed,
+}
+
 /// How the renewing ended.
 enum Renewal {
     Cancelled,
@@ -170,11 +181,24 @@ impl LeaderElector {
         let lease = self.inner.lock.describe();
         tracing::info!(identity = %self.inner.identity, %lease, "became leader");
         let leading = CancellationToken::new();
-        let work = tokio::spawn(lead(leading.clone()));
-        let renewal = self.renew(&cancel).await;
+        // Dropping `run` stops the work too: nothing keeps working on a Lease nobody renews.
+        let _stop_work = leading.clone().drop_guard();
+        let mut work = tokio::spawn(lead(leading.clone()));
+        let mut renewal = self.renew(&cancel).await;
         leading.cancel();
-        if let Err(e) = work.await {
-            tracing::error!(identity = %self.inner.identity, %lease, error = %e, "the leader's work ended abnormally");
+        if let Renewal::Cancelled = renewal {
+            // Keep the Lease while the work drains, so that no other candidate takes over
+            // before it has stopped.
+            let never = CancellationToken::new();
+            tokio::select! {
+                finished = &mut work => self.work_ended(finished),
+                _ = self.renew(&never) => {
+                    renewal = Renewal::Lost;
+                    self.work_ended(work.await);
+                }
+            }
+        } else {
+            self.work_ended(work.await);
         }
         match renewal {
             Renewal::Lost => tracing::warn!(
@@ -193,6 +217,17 @@ impl LeaderElector {
         true
     }
 
+    fn work_ended(&self, finished: Result<(), tokio::task::JoinError>) {
+        if let Err(e) = finished {
+            tracing::error!(
+                identity = %self.inner.identity,
+                lease = %self.inner.lock.describe(),
+                error = %e,
+                "the leader's work ended abnormally"
+            );
+        }
+    }
+
     /// Tries until it holds the Lease (`true`) or `cancel` fires (`false`).
     async fn acquire(&self, cancel: &CancellationToken) -> bool {
         loop {
@@ -202,7 +237,7 @@ impl LeaderElector {
             let attempt = tokio::time::timeout(self.call_timeout(), self.try_acquire_or_renew());
             let acquired = tokio::select! {
                 () = cancel.cancelled() => return false,
-                r = attempt => r.unwrap_or(false),
+                r = attempt => r.is_ok_and(|a| a == Attempt::Held),
             };
             if acquired {
                 return true;
@@ -227,12 +262,15 @@ impl LeaderElector {
                     left.min(self.call_timeout()),
                     self.try_acquire_or_renew(),
                 );
-                let renewed = tokio::select! {
+                let attempt = tokio::select! {
                     () = cancel.cancelled() => return Renewal::Cancelled,
-                    r = attempt => r.unwrap_or(false),
+                    r = attempt => r.unwrap_or(Attempt::Failed),
                 };
-                if renewed {
-                    break;
+                match attempt {
+                    Attempt::Held => break,
+                    // Another candidate holds a valid Lease: it is lost, no use retrying.
+                    Attempt::HeldByOther => return Renewal::Lost,
+                    Attempt::Failed => {}
                 }
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
@@ -292,8 +330,10 @@ impl LeaderElector {
         });
     }
 
-    /// client-go's `tryAcquireOrRenew`.
-    async fn try_acquire_or_renew(&self) -> bool {
+    /// client-go's `tryAcquireOrRenew`. A record read from the server is dated when the read
+    /// returns (dating it earlier could let this candidate take over early); this candidate's
+    /// own writes are dated before they are sent (so it gives up early, never late).
+    async fn try_acquire_or_renew(&self) -> Attempt {
         let me = self.inner.identity.as_str();
         let now = Instant::now();
         let secs = i32::try_from(self.inner.lease_duration.as_secs()).unwrap_or(i32::MAX);
@@ -312,7 +352,7 @@ impl LeaderElector {
             record.lease_transitions = mine.record.lease_transitions;
             if let Ok(written) = lock.update(&mine, &record).await {
                 self.observe(written, now);
-                return true;
+                return Attempt::Held;
             }
         }
         let current = match lock.get().await {
@@ -321,25 +361,26 @@ impl LeaderElector {
                 return match lock.create(&desired).await {
                     Ok(created) => {
                         self.observe(created, now);
-                        true
+                        Attempt::Held
                     }
                     Err(e) => {
                         self.failed("create", &e);
-                        false
+                        Attempt::Failed
                     }
                 };
             }
             Err(e) => {
                 self.failed("get", &e);
-                return false;
+                return Attempt::Failed;
             }
         };
-        self.observe(current.clone(), now);
+        let seen = Instant::now();
+        self.observe(current.clone(), seen);
         if let Some(holder) = current.record.holder()
             && holder != me
-            && Self::valid(&self.state(), now)
+            && Self::valid(&self.state(), seen)
         {
-            return false;
+            return Attempt::HeldByOther;
         }
         if current.record.holder() == Some(me) {
             desired
@@ -352,22 +393,25 @@ impl LeaderElector {
         match lock.update(&current, &desired).await {
             Ok(written) => {
                 self.observe(written, now);
-                true
+                Attempt::Held
             }
             Err(e) => {
                 self.failed("update", &e);
-                false
+                Attempt::Failed
             }
         }
     }
 
+    /// Logs a failed call: at debug for a lost race (a 409: another candidate wrote first,
+    /// the normal way to lose), at warn for anything else (the server refuses or cannot be
+    /// reached: an operator must hear of it, or a candidate that can never lead stays silent).
     fn failed(&self, what: &str, e: &kcache_reflector::Error) {
-        tracing::debug!(
-            identity = %self.inner.identity,
-            lease = %self.inner.lock.describe(),
-            error = %ErrorChain(e),
-            "leader election: {what} failed"
-        );
+        let lease = self.inner.lock.describe();
+        if e.is_conflict() {
+            tracing::debug!(identity = %self.inner.identity, %lease, error = %ErrorChain(e), "leader election: {what} lost a race");
+        } else {
+            tracing::warn!(identity = %self.inner.identity, %lease, error = %ErrorChain(e), "leader election: {what} failed");
+        }
     }
 
     /// Gives the Lease up (an empty holder, so another candidate takes it at once), if this
@@ -376,8 +420,13 @@ impl LeaderElector {
         let lock = &self.inner.lock;
         let attempt = async {
             loop {
-                let Ok(Some(current)) = lock.get().await else {
-                    return;
+                let current = match lock.get().await {
+                    Ok(Some(current)) => current,
+                    Ok(None) => return,
+                    Err(e) => {
+                        self.failed("release (get)", &e);
+                        return;
+                    }
                 };
                 if current.record.holder() != Some(self.identity()) {
                     return;

@@ -35,8 +35,12 @@ pub fn shard_of(key: &str, shards: u32) -> u32 {
 /// [`ReconcileRunner`](crate::ReconcileRunner) (`ReconcileRunnerBuilder::shards`).
 ///
 /// A key is reconciled only while its shard is held, checked when it is queued and again when
-/// a worker takes it. Losing a shard waits for the reconciles of its keys that are running, so
-/// the Lease is not given up (and no other replica starts on those keys) before they end.
+/// a worker takes it. Giving a shard up (the replica is cancelled) waits for the reconciles of
+/// its keys that are running while the Lease is still renewed, so no other replica starts on
+/// those keys before they end. A shard whose Lease could not be renewed in time is lost at
+/// once: no new reconcile of its keys starts, and one still running must end within the
+/// election's margin (lease duration − renew deadline − retry period: 3 s with the defaults)
+/// or it may overlap the next holder's, as with client-go's leader election.
 #[derive(Clone)]
 pub struct ShardFilter {
     inner: Arc<FilterInner>,
@@ -180,7 +184,10 @@ impl std::fmt::Debug for ShardFilter {
 /// running reconciles of its keys before the Lease can pass on.
 pub struct ShardedElection {
     filter: ShardFilter,
-    electors: Vec<(u32, LeaderElector, bool)>,
+    /// Each shard's elector (shard `i` at index `i`) and whether it is preferred.
+    electors: Vec<(LeaderElector, bool)>,
+    /// The longest lease duration among them: how long to wait before standing for a shard
+    /// that is not preferred.
     lease_duration: Duration,
 }
 
@@ -198,11 +205,11 @@ impl ShardedElection {
         preferred: impl Fn(u32) -> bool,
     ) -> crate::Result<Self> {
         let mut electors = Vec::new();
-        let mut lease_duration = super::DEFAULT_LEASE_DURATION;
+        let mut lease_duration = Duration::ZERO;
         for shard in 0..filter.shards() {
             let b = elector(shard);
-            lease_duration = b.lease_duration;
-            electors.push((shard, b.build()?, preferred(shard)));
+            lease_duration = lease_duration.max(b.lease_duration);
+            electors.push((b.build()?, preferred(shard)));
         }
         Ok(Self {
             filter: filter.clone(),
@@ -214,8 +221,8 @@ impl ShardedElection {
     /// Stands for every shard until `cancel` fires; returns once every shard's work has stopped.
     pub async fn run(&self, cancel: CancellationToken) {
         let mut standing = JoinSet::new();
-        for (shard, elector, preferred) in &self.electors {
-            let (shard, elector, preferred) = (*shard, elector.clone(), *preferred);
+        for (shard, (elector, preferred)) in (0..).zip(&self.electors) {
+            let (elector, preferred) = (elector.clone(), *preferred);
             let (filter, cancel, patience) =
                 (self.filter.clone(), cancel.clone(), self.lease_duration);
             standing.spawn(async move {

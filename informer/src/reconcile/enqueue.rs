@@ -6,7 +6,7 @@ use std::sync::Arc;
 use kcache_queue::WorkQueue;
 use kcache_store::{Object, ObjectKey, ObjectOrTombstone, OwnerReference};
 
-use crate::{ReadOnlyIndexer, ResourceEventHandler, ShardFilter};
+use crate::{ResourceEventHandler, ShardFilter};
 
 /// Where the handlers put keys: the runner's work queue, leaving out the keys of shards this
 /// replica does not hold.
@@ -52,6 +52,7 @@ pub struct Owns {
     group: String,
     kind: String,
     every_owner: bool,
+    cluster_scoped: bool,
 }
 
 impl Owns {
@@ -64,6 +65,7 @@ impl Owns {
             group: group.to_owned(),
             kind: kind.to_owned(),
             every_owner: false,
+            cluster_scoped: false,
         }
     }
 
@@ -76,6 +78,20 @@ impl Owns {
         }
     }
 
+    /// The owner kind is cluster-scoped (a namespaced object may be owned by one): its key is
+    /// its name alone. By default an owner lives in its owned object's namespace (owner
+    /// references never cross namespaces).
+    #[must_use]
+    pub fn cluster_scoped(mut self) -> Self {
+        self.cluster_scoped = true;
+        self
+    }
+
+    /// The key of the owner `name` of an object in `namespace`.
+    fn owner_key(&self, namespace: Option<&str>, name: &str) -> ObjectKey {
+        ObjectKey::new(namespace.filter(|_| !self.cluster_scoped), name)
+    }
+
     fn matches(&self, r: &OwnerReference) -> bool {
         r.kind == self.kind && r.group() == self.group && (self.every_owner || r.is_controller())
     }
@@ -83,49 +99,32 @@ impl Owns {
 
 /// Enqueues the keys of the primary objects an owned object names as its owners, for the old
 /// and the new state of an update and for the last known state of a deletion.
-pub(crate) struct EnqueueOwners<P> {
+pub(crate) struct EnqueueOwners {
     pub(crate) keys: Keys,
     pub(crate) owns: Owns,
-    /// The primary cache, which tells whether an owner is namespaced or cluster-scoped.
-    pub(crate) primary: ReadOnlyIndexer<P>,
     pub(crate) name: String,
 }
 
-impl<P: Object> EnqueueOwners<P> {
+impl EnqueueOwners {
     fn enqueue<C: Object>(&self, child: &C) {
         for owner in child.owner_references() {
             if self.owns.matches(&owner) {
                 self.keys
-                    .add(self.owner_key(child.namespace(), &owner.name));
+                    .add(self.owns.owner_key(child.namespace(), &owner.name));
             }
-        }
-    }
-
-    /// The owner's key: in the owned object's namespace (owner references never cross
-    /// namespaces), unless the primary cache holds a cluster-scoped object of that name and no
-    /// namespaced one.
-    fn owner_key(&self, namespace: Option<&str>, name: &str) -> ObjectKey {
-        match namespace.filter(|ns| !ns.is_empty()) {
-            Some(ns) => {
-                let namespaced = ObjectKey::explicit(format!("{ns}/{name}"));
-                if self.primary.get_by_key(namespaced.as_str()).is_none()
-                    && self.primary.get_by_key(name).is_some()
-                {
-                    return ObjectKey::explicit(name);
-                }
-                namespaced
-            }
-            None => ObjectKey::explicit(name),
         }
     }
 }
 
-impl<P: Object, C: Object> ResourceEventHandler<C> for EnqueueOwners<P> {
+impl<C: Object> ResourceEventHandler<C> for EnqueueOwners {
     fn on_add(&self, obj: &Arc<C>, _: bool) {
         self.enqueue(&**obj);
     }
     fn on_update(&self, old: &Arc<C>, new: &Arc<C>) {
-        self.enqueue(&**old);
+        // A resync hands the same object twice: read its owners once.
+        if !Arc::ptr_eq(old, new) {
+            self.enqueue(&**old);
+        }
         self.enqueue(&**new);
     }
     fn on_delete(&self, obj: &ObjectOrTombstone<C>) {
@@ -171,7 +170,9 @@ impl<C: Object> ResourceEventHandler<C> for EnqueueMapped<C> {
         self.enqueue(obj);
     }
     fn on_update(&self, old: &Arc<C>, new: &Arc<C>) {
-        self.enqueue(old);
+        if !Arc::ptr_eq(old, new) {
+            self.enqueue(old);
+        }
         self.enqueue(new);
     }
     fn on_delete(&self, obj: &ObjectOrTombstone<C>) {

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
+use futures_util::stream::FuturesUnordered;
 use kcache_queue::{RateLimiter, WorkQueue, default_rate_limiter};
 use kcache_store::{Object, ObjectKey};
 use tokio::task::JoinSet;
@@ -188,8 +189,9 @@ impl ReconcileRunner {
             workers,
             cache_sync_timeout,
         };
-        let result = serving.serve(synced, ctx, reconcile, &cancel).await;
-        queue.shut_down();
+        let result = serving
+            .serve(synced, &mut pumps, ctx, reconcile, &cancel)
+            .await;
         // Dropping the pumps drops their streams, which unsubscribes them.
         pumps.shutdown().await;
         result
@@ -209,6 +211,7 @@ impl Serving {
     async fn serve<Ctx, F, Fut>(
         &self,
         synced: Vec<(String, BoxFuture<bool>)>,
+        pumps: &mut JoinSet<()>,
         ctx: Arc<Ctx>,
         reconcile: F,
         cancel: &CancellationToken,
@@ -238,7 +241,15 @@ impl Serving {
             };
             workers.spawn(worker.run());
         }
-        cancel.cancelled().await;
+        // Until cancelled, or until a source ends: its informer stopped, and reconciling on
+        // against a cache that no longer follows the server would act on stale state.
+        let result = tokio::select! {
+            () = cancel.cancelled() => Ok(()),
+            Some(_) = pumps.join_next() => {
+                tracing::error!(runner = %self.name, "an informer stopped; stopping the workers");
+                Err(Error::Stopped)
+            }
+        };
         // No new key is handed out; every worker returns once its reconcile does.
         self.queue.shut_down();
         while let Some(joined) = workers.join_next().await {
@@ -247,7 +258,7 @@ impl Serving {
             }
         }
         tracing::info!(runner = %self.name, "workers stopped");
-        Ok(())
+        result
     }
 
     /// `Ok(true)` once every source has synced, `Ok(false)` if cancelled first.
@@ -256,23 +267,35 @@ impl Serving {
         synced: Vec<(String, BoxFuture<bool>)>,
         cancel: &CancellationToken,
     ) -> Result<bool> {
-        let (what, synced): (Vec<String>, Vec<BoxFuture<bool>>) = synced.into_iter().unzip();
-        let all = futures_util::future::join_all(synced);
-        let synced = tokio::select! {
+        // Each source resolves `false` as soon as its informer stops: fail then, not at the
+        // timeout.
+        let mut pending: FuturesUnordered<_> = synced
+            .into_iter()
+            .map(|(what, synced)| async move { (what, synced.await) })
+            .collect();
+        let all = async {
+            while let Some((what, ok)) = pending.next().await {
+                if !ok {
+                    return Some(what);
+                }
+            }
+            None
+        };
+        let stopped = tokio::select! {
             () = cancel.cancelled() => return Ok(false),
             r = tokio::time::timeout(self.cache_sync_timeout, all) => r,
         };
-        let Ok(synced) = synced else {
-            return Err(Error::CacheSyncTimeout {
+        match stopped {
+            Err(_) => Err(Error::CacheSyncTimeout {
                 runner: self.name.clone(),
                 after: self.cache_sync_timeout,
-            });
-        };
-        if let Some(i) = synced.iter().position(|s| !s) {
-            tracing::warn!(runner = %self.name, informer = %what[i], "an informer stopped before it synced");
-            return Err(Error::Stopped);
+            }),
+            Ok(Some(what)) => {
+                tracing::warn!(runner = %self.name, informer = %what, "an informer stopped before it synced");
+                Err(Error::Stopped)
+            }
+            Ok(None) => Ok(true),
         }
-        Ok(true)
     }
 }
 
@@ -330,12 +353,11 @@ impl<P: Object> ReconcileRunnerBuilder<P> {
     /// references (controller-runtime's `Owns`): a pod's change reconciles its deployment.
     #[must_use]
     pub fn owns<C: Object>(mut self, owned: &SharedIndexInformer<C>, owns: Owns) -> Self {
-        let (owned, primary) = (owned.clone(), self.primary.indexer());
+        let owned = owned.clone();
         self.extra.push(Box::new(move |keys, runner| {
             let handler = EnqueueOwners {
                 keys: keys.clone(),
                 owns: owns.clone(),
-                primary,
                 name: format!("{runner}: owners ({owns:?})"),
             };
             source(&owned, handler, format!("owned {owns:?}"))
@@ -436,7 +458,20 @@ fn source<T: Object>(
     let synced = Box::pin(stream.synced());
     let pump = Box::pin(async move {
         while let Some(event) = stream.next().await {
-            crate::handler::dispatch(&handler, &event);
+            // A user's map function that panics on one object skips that event, loudly; the
+            // source goes on.
+            if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::handler::dispatch(&handler, &event);
+            })) {
+                let key = crate::handler_panic::object_key(&event);
+                tracing::error!(
+                    handler = handler.name(),
+                    event = crate::handler_panic::event_kind(&event),
+                    key = key.as_ref().map(tracing::field::display),
+                    panic = crate::handler_panic::panic_message(&*panic),
+                    "mapping an event to keys panicked; the event is skipped"
+                );
+            }
         }
     });
     Ok(Source { what, synced, pump })

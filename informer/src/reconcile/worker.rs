@@ -15,7 +15,7 @@ use super::{Action, TerminalError};
 use crate::BoxError;
 use crate::ShardFilter;
 use crate::handler_panic::panic_message;
-use crate::metrics::ReconcileMetrics;
+use crate::metrics::{Outcome, ReconcileMetrics};
 
 pub(super) struct Worker<F, Ctx> {
     pub(super) id: usize,
@@ -45,14 +45,14 @@ where
             };
             let Some(key) = key else { return };
             if self.cancel.is_cancelled() {
-                // Shutting down: no new reconcile starts; the key stays for the next run.
+                // Shutting down: no new reconcile starts.
                 self.queue.done(&key);
                 return;
             }
             // Sharded: only a key of a held shard runs, and its shard is not given up until it
             // ends; a key of a shard lost since it was queued is dropped.
             let in_flight = self.shards.as_ref().map(|f| f.begin(key.as_str()));
-            if let Some(None) = in_flight {
+            if matches!(in_flight, Some(None)) {
                 self.queue.forget(&key);
                 self.queue.done(&key);
                 continue;
@@ -66,23 +66,27 @@ where
     async fn reconcile_one(&self, key: &ObjectKey) {
         self.metrics.started();
         let started = tokio::time::Instant::now();
-        let fut = (self.reconcile)(key.clone(), Arc::clone(&self.ctx));
-        let outcome = AssertUnwindSafe(fut).catch_unwind().await;
+        // Calling the function is inside the guard too: a closure that panics before it
+        // returns its future must not kill the worker (and leave the key processing forever).
+        let call = async { (self.reconcile)(key.clone(), Arc::clone(&self.ctx)).await };
+        let outcome = AssertUnwindSafe(call).catch_unwind().await;
         let result = match outcome {
             Ok(Ok(Action::Done)) => {
                 self.queue.forget(key);
-                0
+                Outcome::Success
             }
             Ok(Ok(Action::Requeue)) => {
                 self.queue.add_rate_limited(key.clone());
-                1
+                Outcome::Requeue
             }
             Ok(Ok(Action::RequeueAfter(delay))) => {
                 self.queue.forget(key);
                 self.queue.add_after(key.clone(), delay);
-                2
+                Outcome::RequeueAfter
             }
             Ok(Err(e)) if e.downcast_ref::<TerminalError>().is_some() => {
+                // Not retried: its backoff is dropped too, so no per-key state outlives it.
+                self.queue.forget(key);
                 tracing::error!(
                     runner = %self.runner,
                     worker = self.id,
@@ -90,7 +94,7 @@ where
                     error = %ErrorChain(&*e),
                     "reconcile failed for good; not retried until the object changes"
                 );
-                4
+                Outcome::Terminal
             }
             Ok(Err(e)) => {
                 let retries = self.queue.num_requeues(key);
@@ -103,7 +107,7 @@ where
                     "reconcile failed; retrying with backoff"
                 );
                 self.queue.add_rate_limited(key.clone());
-                3
+                Outcome::Error
             }
             Err(panic) => {
                 tracing::error!(
@@ -114,7 +118,7 @@ where
                     "reconcile panicked; retrying with backoff"
                 );
                 self.queue.add_rate_limited(key.clone());
-                5
+                Outcome::Panic
             }
         };
         self.metrics.ended(result, started.elapsed());

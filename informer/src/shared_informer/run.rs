@@ -222,12 +222,7 @@ impl<T: Object> Inner<T> {
         if let Some(metrics) = self.metrics.get() {
             metrics.processed(counts, kcache_store::Store::len(&*self.indexer));
         }
-        result.map_err(|e| {
-            tracing::error!(
-                error = %kcache_reflector::ErrorChain(&e),
-                "the cache refused a change; the next relist corrects it"
-            );
-            ProcessError::failed(e)
-        })
+        // The controller's pop loop logs the failure, with its causes.
+        result.map_err(ProcessError::failed)
     }
 }

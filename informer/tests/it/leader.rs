@@ -202,6 +202,12 @@ fn the_timing_is_validated_as_client_go_does() {
     let msg = |r: Result<(), Error>| r.unwrap_err().to_string();
     assert!(build(15, 10, 2000, "a").is_ok());
     assert!(msg(build(10, 10, 2000, "a")).contains("greater than the renew deadline"));
+    // A Lease carries whole seconds: 10.5 s is written as 10 s, not above a 10 s deadline.
+    let cut_to_seconds = LeaderElector::builder(lease.lock("a"), "a")
+        .lease_duration(Duration::from_millis(10_500))
+        .renew_deadline(Duration::from_secs(10))
+        .build();
+    assert!(msg(cut_to_seconds.map(|_| ())).contains("whole seconds"));
     assert!(msg(build(15, 2, 2000, "a")).contains("1.2 × the retry period"));
     assert!(msg(build(15, 10, 0, "a")).contains("must be positive"));
     assert!(msg(build(15, 10, 2000, "")).contains("identity is empty"));
@@ -233,4 +239,48 @@ async fn a_follower_sees_the_leader_and_stops_on_cancel() {
     assert!(leader.elector.is_leader());
     leader.cancel.cancel();
     leader.task.await.unwrap();
+}
+
+/// A cancelled leader keeps renewing its Lease while its work drains: no other candidate
+/// takes over before the work has returned, however long that takes (30 s here, twice the
+/// lease duration); then the Lease is released and another candidate leads at once.
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_leader_keeps_the_lease_until_its_work_has_stopped() {
+    let lease = FakeLease::new("ns/l");
+    let history: History = Arc::default();
+    let slow = LeaderElector::builder(lease.lock("slow"), "slow")
+        .release_on_cancel(true)
+        .build()
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let drained = Arc::new(Mutex::new(None));
+    let leading = tokio::spawn({
+        let (cancel, drained) = (cancel.clone(), Arc::clone(&drained));
+        async move {
+            slow.run(cancel, move |leading: CancellationToken| async move {
+                leading.cancelled().await;
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                *drained.lock().unwrap() = Some(Instant::now());
+            })
+            .await
+        }
+    });
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let other = candidate(&lease, "other", false, &history);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    cancel.cancel();
+    assert!(leading.await.unwrap(), "it led");
+    let drained = drained.lock().unwrap().expect("the work returned");
+    let taken = current_term(&history).await;
+    assert_eq!(taken.identity, "other");
+    assert!(
+        taken.started > drained,
+        "taken over while the work still ran"
+    );
+    assert!(
+        taken.started - drained <= Duration::from_millis(4400),
+        "released: taken at once"
+    );
+    other.cancel.cancel();
+    other.task.await.unwrap();
 }

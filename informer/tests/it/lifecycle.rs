@@ -612,7 +612,7 @@ async fn writes_the_cache_refuses_reach_no_handler_and_are_logged() {
     let refused: Vec<_> = logs
         .all()
         .into_iter()
-        .filter(|l| l.contains("the cache refused a change"))
+        .filter(|l| l.contains("the cache refused a change; it is skipped"))
         .collect();
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(refused[0].contains("bad is not indexable"), "{refused:?}");

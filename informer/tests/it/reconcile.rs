@@ -544,3 +544,122 @@ async fn a_runner_records_its_reconciles_and_its_work_queue() {
     assert_eq!(durations, [0.003; 3]);
     assert_eq!(active, Some(0.0));
 }
+
+/// A reconcile function that panics before it returns its future is caught like one whose
+/// future panics: the worker survives, the key is retried with backoff, and other keys go on.
+#[tokio::test(start_paused = true)]
+async fn a_reconcile_that_panics_before_returning_its_future_is_retried() {
+    let (fake, inf) = informer(Duration::ZERO);
+    fake.add(pod("ns", "bad"));
+    fake.add(pod("ns", "good"));
+    let runner = ReconcileRunner::builder(&inf).build().unwrap();
+    let journal = Arc::new(Journal::default());
+    let (stop_informer, informer_run) = start(&inf);
+    let cancel = CancellationToken::new();
+    let running = tokio::spawn({
+        let journal = Arc::clone(&journal);
+        runner.run(
+            Arc::new(()),
+            move |key: ObjectKey, _| {
+                let attempt = journal.runs_of(key.as_str()).len();
+                journal.record(&key, None);
+                assert!(
+                    !(key.as_str() == "ns/bad" && attempt == 0),
+                    "bug before the future"
+                );
+                async { Ok::<_, BoxError>(Action::Done) }
+            },
+            cancel.clone(),
+        )
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        journal.runs_of("ns/bad").len(),
+        2,
+        "retried once, then done"
+    );
+    assert_eq!(journal.runs_of("ns/good").len(), 1);
+    stop(&cancel, running, &stop_informer, informer_run).await;
+}
+
+/// An informer that stops while the runner runs ends the run with `Error::Stopped`: the
+/// workers would otherwise go on against a cache that no longer follows the server.
+#[tokio::test(start_paused = true)]
+async fn a_runner_whose_informer_stops_returns_stopped() {
+    let (fake, inf) = informer(Duration::ZERO);
+    fake.add(pod("ns", "a"));
+    let runner = ReconcileRunner::builder(&inf).build().unwrap();
+    let (stop_informer, informer_run) = start(&inf);
+    let running = tokio::spawn(runner.run(
+        Arc::new(()),
+        |_key: ObjectKey, _: Arc<()>| async { Ok::<_, BoxError>(Action::Done) },
+        CancellationToken::new(),
+    ));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    stop_informer.cancel();
+    informer_run.await.unwrap().unwrap();
+    let err = running.await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::Stopped), "{err:?}");
+}
+
+/// A `watches` map function that panics on one object skips that event (logged) and keeps
+/// mapping the others; an owner of a cluster-scoped kind is keyed by its name alone.
+#[tokio::test(start_paused = true)]
+async fn a_panicking_map_skips_its_event_and_cluster_scoped_owners_are_keyed_by_name() {
+    let (primary_api, primary) = informer(Duration::ZERO);
+    let (others_api, others) = informer(Duration::ZERO);
+    let (owned_api, owned) = informer(Duration::ZERO);
+    primary_api.add(DynamicObject::new(None, "node-1"));
+    let runner = ReconcileRunner::builder(&primary)
+        .watches(&others, |o: &DynamicObject| {
+            let name = o.metadata.name.clone().unwrap_or_default();
+            assert!(name != "poison", "map bug");
+            vec![ObjectKey::new(None, &name)]
+        })
+        .owns(&owned, Owns::controller("", "Node").cluster_scoped())
+        .build()
+        .unwrap();
+    let journal = Arc::new(Journal::default());
+    let runs: Vec<_> = [&primary, &others, &owned]
+        .iter()
+        .map(|i| start(i))
+        .collect();
+    let cancel = CancellationToken::new();
+    let running = tokio::spawn({
+        let journal = Arc::clone(&journal);
+        runner.run(
+            Arc::new(()),
+            move |key: ObjectKey, _| {
+                journal.record(&key, None);
+                async { Ok::<_, BoxError>(Action::Done) }
+            },
+            cancel.clone(),
+        )
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    others_api.add(pod("ns", "poison"));
+    others_api.add(pod("ns", "node-2"));
+    owned_api.add(with_owner(
+        "ns",
+        "p",
+        &OwnerReference::new("v1", "Node", "node-3").controlled(),
+    ));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        journal.runs_of("node-2").len(),
+        1,
+        "the next event is still mapped"
+    );
+    assert_eq!(
+        journal.runs_of("node-3").len(),
+        1,
+        "owner keyed by its name alone"
+    );
+    assert!(journal.runs_of("ns/node-3").is_empty());
+    cancel.cancel();
+    running.await.unwrap().unwrap();
+    for (stop_informer, run) in runs {
+        stop_informer.cancel();
+        run.await.unwrap().unwrap();
+    }
+}
