@@ -190,30 +190,54 @@ impl<T: fmt::Debug> fmt::Debug for Delta<T> {
 ///
 /// Dereferences to a slice of [`Delta`]s.
 pub struct Deltas<T> {
-    deltas: Vec<Delta<T>>,
+    items: Vec<Delta<T>>,
     is_in_initial_list: bool,
+    distinct: bool,
 }
 
 impl<T> Deltas<T> {
-    /// Deltas as a queue hands them out.
+    /// Deltas as a queue hands them out. They make no promise about their objects' keys
+    /// ([`of_distinct_objects`](Self::of_distinct_objects) is false).
     #[must_use]
     pub fn new(deltas: Vec<Delta<T>>, is_in_initial_list: bool) -> Self {
         Self {
-            deltas,
+            items: deltas,
             is_in_initial_list,
+            distinct: false,
         }
+    }
+
+    /// Single-object deltas that the queue knows to be of distinct objects: no two of them
+    /// speak of the same key ([`of_distinct_objects`](Self::of_distinct_objects) is true), so a
+    /// consumer may apply them in any order, or at once, without computing their keys again to
+    /// find out. [`RealFifo`](crate::RealFifo)'s pops hand out their single-object deltas with
+    /// it; a queue that cannot promise it uses [`new`](Self::new).
+    #[must_use]
+    pub fn batch(deltas: Vec<Delta<T>>, is_in_initial_list: bool) -> Self {
+        Self {
+            items: deltas,
+            is_in_initial_list,
+            distinct: true,
+        }
+    }
+
+    /// Whether the queue promised that no two of these deltas are of the same object (built
+    /// with [`batch`](Self::batch)). False says nothing: the deltas may still be distinct.
+    #[must_use]
+    pub fn of_distinct_objects(&self) -> bool {
+        self.distinct
     }
 
     /// The newest delta (client-go's `Newest`).
     #[must_use]
     pub fn newest(&self) -> Option<&Delta<T>> {
-        self.deltas.last()
+        self.items.last()
     }
 
     /// The oldest delta (client-go's `Oldest`).
     #[must_use]
     pub fn oldest(&self) -> Option<&Delta<T>> {
-        self.deltas.first()
+        self.items.first()
     }
 
     /// Whether these deltas were popped before the queue had synced: they belong to the initial
@@ -226,14 +250,14 @@ impl<T> Deltas<T> {
     /// The deltas, oldest first.
     #[must_use]
     pub fn into_vec(self) -> Vec<Delta<T>> {
-        self.deltas
+        self.items
     }
 }
 
 impl<T> Deref for Deltas<T> {
     type Target = [Delta<T>];
     fn deref(&self) -> &[Delta<T>] {
-        &self.deltas
+        &self.items
     }
 }
 
@@ -241,7 +265,7 @@ impl<T> IntoIterator for Deltas<T> {
     type Item = Delta<T>;
     type IntoIter = std::vec::IntoIter<Delta<T>>;
     fn into_iter(self) -> Self::IntoIter {
-        self.deltas.into_iter()
+        self.items.into_iter()
     }
 }
 
@@ -249,15 +273,16 @@ impl<'a, T> IntoIterator for &'a Deltas<T> {
     type Item = &'a Delta<T>;
     type IntoIter = std::slice::Iter<'a, Delta<T>>;
     fn into_iter(self) -> Self::IntoIter {
-        self.deltas.iter()
+        self.items.iter()
     }
 }
 
 impl<T> Clone for Deltas<T> {
     fn clone(&self) -> Self {
         Self {
-            deltas: self.deltas.clone(),
+            items: self.items.clone(),
             is_in_initial_list: self.is_in_initial_list,
+            distinct: self.distinct,
         }
     }
 }
@@ -265,8 +290,9 @@ impl<T> Clone for Deltas<T> {
 impl<T: fmt::Debug> fmt::Debug for Deltas<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Deltas")
-            .field("deltas", &self.deltas)
+            .field("deltas", &self.items)
             .field("is_in_initial_list", &self.is_in_initial_list)
+            .field("of_distinct_objects", &self.distinct)
             .finish()
     }
 }
@@ -290,6 +316,9 @@ mod tests {
         assert_eq!(d.newest().map(Delta::kind), Some(DeltaType::Deleted));
         assert!(Arc::ptr_eq(d[0].object().unwrap(), &o));
         assert!(d.is_in_initial_list());
+        assert!(!d.of_distinct_objects(), "new promises nothing");
+        let batch = Deltas::batch(vec![Delta::Added(Arc::clone(&o))], false);
+        assert!(batch.of_distinct_objects() && batch.clone().of_distinct_objects());
         assert_eq!(DeltaType::ReplacedAll.to_string(), "ReplacedAll");
         let b: Delta<DynamicObject> = Delta::Bookmark {
             resource_version: "5".into(),

@@ -6,8 +6,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use kcache_store::{
-    DeletedFinalStateUnknown, KeyFunc, KnownObjects, Object, ObjectKey, ObjectOrTombstone,
-    TransformFn, default_key_func,
+    DeletedFinalStateUnknown, KeyFunc, KnownObjects, LastResourceVersion, Object, ObjectKey,
+    ObjectOrTombstone, TransformFn, default_key_func,
 };
 
 use crate::known_objects::{SharedKnown, share};
@@ -77,7 +77,7 @@ struct State<T> {
     items: HashMap<ObjectKey, Vec<Delta<T>>>,
     queue: VecDeque<ObjectKey>,
     population: Population,
-    last_rv: Option<String>,
+    last_rv: LastResourceVersion,
 }
 
 impl<T> State<T> {
@@ -173,7 +173,7 @@ impl<T: Object> DeltaFifoBuilder<T> {
                 items: HashMap::new(),
                 queue: VecDeque::new(),
                 population: Population::default(),
-                last_rv: None,
+                last_rv: LastResourceVersion::new(),
             }),
             life: Lifecycle::new(),
             key_func: self.key_func,
@@ -248,8 +248,8 @@ impl<T: Object> DeltaFifo<T> {
     }
 
     fn record_rv(state: &mut State<T>, obj: &T) {
-        if let Some(rv) = obj.resource_version().filter(|rv| !rv.is_empty()) {
-            state.last_rv = Some(rv.to_owned());
+        if let Some(rv) = obj.resource_version() {
+            state.last_rv.note(rv);
         }
     }
 
@@ -470,7 +470,7 @@ impl<T: Object> kcache_store::Store<T> for DeltaFifo<T> {
         self.metrics
             .queued(listed.len() + deletions, st.queue.len());
         st.population.replaced(listed.len() + deletions);
-        st.last_rv = Some(resource_version.to_owned());
+        st.last_rv.note(resource_version);
         self.life.update_synced(&st.population);
         drop(st);
         self.life.wake();
@@ -504,17 +504,15 @@ impl<T: Object> kcache_store::Store<T> for DeltaFifo<T> {
     }
 
     fn bookmark(&self, resource_version: &str) {
-        self.lock().last_rv = Some(resource_version.to_owned());
+        self.lock().last_rv.note(resource_version);
     }
 
     fn update_resource_version(&self, resource_version: &str) {
-        if !resource_version.is_empty() {
-            self.lock().last_rv = Some(resource_version.to_owned());
-        }
+        self.lock().last_rv.note(resource_version);
     }
 
     fn last_sync_resource_version(&self) -> Option<String> {
-        self.lock().last_rv.clone()
+        self.lock().last_rv.get().map(str::to_owned)
     }
 
     fn len(&self) -> usize {

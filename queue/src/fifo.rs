@@ -4,7 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use kcache_store::{KeyFunc, Object, ObjectKey, default_key_func};
+use kcache_store::{KeyFunc, LastResourceVersion, Object, ObjectKey, default_key_func};
 
 use crate::lifecycle::{Lifecycle, Population};
 use crate::metrics::QueueMetrics;
@@ -79,7 +79,7 @@ impl<T: Object> FifoBuilder<T> {
                 queue: VecDeque::new(),
                 next_seq: 0,
                 population: Population::default(),
-                last_rv: None,
+                last_rv: LastResourceVersion::new(),
             }),
             life: Lifecycle::new(),
             key_func: self.key_func,
@@ -104,7 +104,7 @@ struct State<T> {
     queue: VecDeque<(u64, ObjectKey)>,
     next_seq: u64,
     population: Population,
-    last_rv: Option<String>,
+    last_rv: LastResourceVersion,
 }
 
 impl<T> State<T> {
@@ -184,8 +184,8 @@ impl<T: Object> Fifo<T> {
         let key = self.key_of(&obj)?;
         let mut st = self.lock();
         st.population.mark_populated();
-        if let Some(rv) = obj.resource_version().filter(|rv| !rv.is_empty()) {
-            st.last_rv = Some(rv.to_owned());
+        if let Some(rv) = obj.resource_version() {
+            st.last_rv.note(rv);
         }
         st.put(
             key,
@@ -296,7 +296,7 @@ impl<T: Object> kcache_store::Store<T> for Fifo<T> {
         let distinct = st.items.len();
         self.metrics.queued(distinct, distinct);
         st.population.replaced(distinct);
-        st.last_rv = Some(resource_version.to_owned());
+        st.last_rv.note(resource_version);
         self.life.update_synced(&st.population);
         drop(st);
         self.life.wake();
@@ -304,17 +304,15 @@ impl<T: Object> kcache_store::Store<T> for Fifo<T> {
     }
 
     fn bookmark(&self, resource_version: &str) {
-        self.lock().last_rv = Some(resource_version.to_owned());
+        self.lock().last_rv.note(resource_version);
     }
 
     fn update_resource_version(&self, resource_version: &str) {
-        if !resource_version.is_empty() {
-            self.lock().last_rv = Some(resource_version.to_owned());
-        }
+        self.lock().last_rv.note(resource_version);
     }
 
     fn last_sync_resource_version(&self) -> Option<String> {
-        self.lock().last_rv.clone()
+        self.lock().last_rv.get().map(str::to_owned)
     }
 
     fn len(&self) -> usize {

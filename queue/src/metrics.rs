@@ -23,8 +23,10 @@
 //! | [`WORKQUEUE_UNFINISHED_WORK_SECONDS`] | gauge | the summed age of the keys being processed |
 //! | [`WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS`] | gauge | the age of the oldest key being processed |
 //!
-//! The last two are recomputed at most every 500 ms (client-go's period), on the queue's
-//! operations: the work queue has no task of its own.
+//! The last two are recomputed every 500 ms (client-go's period) by a task the queue spawns
+//! when it is built inside a tokio runtime (with the time driver), so they keep rising while
+//! every worker is stuck; they freeze once the queue shuts down, as client-go's. A queue built
+//! outside a runtime has no such task: its operations (`get`, `done`) recompute them instead.
 //!
 //! The handles are registered with the recorder in place when the queue is built: install the
 //! application's recorder first. With no recorder (or no name) every update is a no-op.
@@ -113,10 +115,15 @@ impl QueueMetrics {
     /// Registers the metrics of the queue `name` with the recorder in place; no-ops without a
     /// name.
     pub(crate) fn new(name: Option<&str>) -> Self {
+        Self::with_names(name, DEPTH, ADDS_TOTAL)
+    }
+
+    /// [`new`](Self::new), under other metric names (the work queue's).
+    pub(crate) fn with_names(name: Option<&str>, depth: &'static str, adds: &'static str) -> Self {
         match name {
             Some(name) => Self {
-                depth: metrics::gauge!(DEPTH, NAME_LABEL => name.to_owned()),
-                adds: metrics::counter!(ADDS_TOTAL, NAME_LABEL => name.to_owned()),
+                depth: metrics::gauge!(depth, NAME_LABEL => name.to_owned()),
+                adds: metrics::counter!(adds, NAME_LABEL => name.to_owned()),
             },
             None => Self {
                 depth: Gauge::noop(),

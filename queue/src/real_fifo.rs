@@ -6,8 +6,8 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use kcache_store::{
-    DeletedFinalStateUnknown, KeyFunc, KnownObjects, Object, ObjectKey, ObjectOrTombstone,
-    TransformFn, default_key_func,
+    DeletedFinalStateUnknown, KeyFunc, KnownObjects, LastResourceVersion, Object, ObjectKey,
+    ObjectOrTombstone, TransformFn, default_key_func,
 };
 
 use crate::known_objects::{SharedKnown, share};
@@ -66,8 +66,8 @@ pub struct RealFifo<T> {
     key_func: KeyFunc<T>,
     known: Option<SharedKnown<T>>,
     transformer: Option<ArcTransform<T>>,
-    /// The seed of [`Queued::key_hash`], random per queue.
-    seed: u64,
+    /// The hasher of [`Queued::key_hash`], randomly seeded per queue.
+    hasher: RandomState,
     name: Option<String>,
     metrics: QueueMetrics,
 }
@@ -75,49 +75,22 @@ pub struct RealFifo<T> {
 struct State<T> {
     items: VecDeque<Queued<T>>,
     population: Population,
-    last_rv: Option<String>,
+    last_rv: LastResourceVersion,
     /// The key hashes of the batch being gathered; empty between pops, kept for its capacity.
     batch_keys: HashSet<u64, BuildHasherDefault<PassThrough>>,
 }
 
 /// A queued delta and the hash of its object's key, computed as it was queued, so that a batch
 /// pop compares keys without hashing them under the lock (`None` for an atomic delta, or a
-/// requeued delta whose key can no longer be computed). Two keys with the same hash close a
-/// batch early, which is always allowed: batches are an optimisation, never a guarantee.
+/// requeued delta whose key can no longer be computed).
+///
+/// The hash is std's (`SipHash`, seeded per queue), so keys a server chose cannot be made to
+/// collide on purpose; and it only decides where batches close: two keys with the same hash
+/// close a batch early, which is always allowed (batches are an optimisation, never a
+/// guarantee), never wrong.
 struct Queued<T> {
     key_hash: Option<u64>,
     delta: Delta<T>,
-}
-
-/// A fast seeded hash of a key, eight bytes at a time (a multiply-and-fold, as the
-/// non-cryptographic hashers do). It only decides where batches close: keys that collide,
-/// whether by chance or by names a server chose, make batches smaller, down to one delta each
-/// (what [`pop`](Queue::pop) does anyway), never wrong.
-fn key_hash(seed: u64, bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let fold = |h: u64, word: u64| {
-        let m = u128::from(h ^ word) * u128::from(K);
-        #[expect(
-            clippy::cast_possible_truncation,
-            reason = "the two halves of the product are folded together"
-        )]
-        let folded = (m as u64) ^ ((m >> 64) as u64);
-        folded
-    };
-    let mut h = seed ^ bytes.len() as u64;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = fold(h, u64::from_le_bytes(w));
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut w = [0u8; 8];
-        w[..rest.len()].copy_from_slice(rest);
-        h = fold(h, u64::from_le_bytes(w));
-    }
-    fold(h, seed)
 }
 
 /// A hasher for values that are already hashes: it passes the `u64` through.
@@ -145,7 +118,8 @@ impl<T> State<T> {
     /// How many deltas from the head make the next batch of at most `max` (at least one, if
     /// anything is queued), by client-go's `PopBatch` rules: an atomic delta at the head goes
     /// alone; a batch stops before an atomic delta, before a key already in it, and at the end
-    /// of the initial list; a delta without a key closes the batch, included.
+    /// of the initial list; a delta without a key goes alone at the head, and elsewhere closes
+    /// the batch before it.
     fn batch_len(&mut self, max: usize) -> usize {
         let Self {
             items,
@@ -167,7 +141,7 @@ impl<T> State<T> {
                 break;
             }
             let Some(hash) = q.key_hash else {
-                n += 1;
+                n = n.max(1);
                 break;
             };
             if !batch_keys.insert(hash) {
@@ -229,14 +203,14 @@ impl<T: Object> RealFifoBuilder<T> {
             state: Mutex::new(State {
                 items: VecDeque::new(),
                 population: Population::default(),
-                last_rv: None,
+                last_rv: LastResourceVersion::new(),
                 batch_keys: HashSet::default(),
             }),
             life: Lifecycle::new(),
             key_func: self.key_func,
             known: self.known,
             transformer: self.transformer,
-            seed: RandomState::new().hash_one(0x6b63_6163_6865_u64),
+            hasher: RandomState::new(),
             name: self.name,
             metrics,
         }
@@ -302,7 +276,7 @@ impl<T: Object> RealFifo<T> {
     }
 
     fn hash_key(&self, key: &ObjectKey) -> u64 {
-        key_hash(self.seed, key.as_str().as_bytes())
+        self.hasher.hash_one(key.as_str())
     }
 
     /// `delta` with the hash of its object's key, if it has one.
@@ -322,8 +296,8 @@ impl<T: Object> RealFifo<T> {
         let obj = self.transform(obj);
         let mut st = self.lock();
         st.population.mark_populated();
-        if let Some(rv) = obj.resource_version().filter(|rv| !rv.is_empty()) {
-            st.last_rv = Some(rv.to_owned());
+        if let Some(rv) = obj.resource_version() {
+            st.last_rv.note(rv);
         }
         st.items.push_back(Queued {
             key_hash: Some(key_hash),
@@ -359,7 +333,13 @@ impl<T: Object> RealFifo<T> {
             self.fill(single);
         }
         let in_initial = !self.life.has_synced();
-        let result = process(Deltas::new(batch, in_initial));
+        // A batch of single-object deltas holds each key at most once (`batch_len`).
+        let deltas = if batch.iter().all(Delta::is_single_object) {
+            Deltas::batch(batch, in_initial)
+        } else {
+            Deltas::new(batch, in_initial)
+        };
+        let result = process(deltas);
         Some(match result {
             Ok(()) => {
                 st.population.processed(n);
@@ -511,7 +491,7 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
         let queued = st.items.len();
         self.metrics.queued(1, queued);
         st.population.replaced(queued);
-        st.last_rv = Some(resource_version.to_owned());
+        st.last_rv.note(resource_version);
         self.life.update_synced(&st.population);
         drop(st);
         self.life.wake();
@@ -541,7 +521,7 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
             },
         });
         self.metrics.queued(1, st.items.len());
-        st.last_rv = Some(resource_version.to_owned());
+        st.last_rv.note(resource_version);
         drop(st);
         self.life.wake();
     }
@@ -549,13 +529,11 @@ impl<T: Object> kcache_store::Store<T> for RealFifo<T> {
     /// Records the version without queuing anything: a [`Delta::Bookmark`] comes only from
     /// [`bookmark`](kcache_store::Store::bookmark).
     fn update_resource_version(&self, resource_version: &str) {
-        if !resource_version.is_empty() {
-            self.lock().last_rv = Some(resource_version.to_owned());
-        }
+        self.lock().last_rv.note(resource_version);
     }
 
     fn last_sync_resource_version(&self) -> Option<String> {
-        self.lock().last_rv.clone()
+        self.lock().last_rv.get().map(str::to_owned)
     }
 
     /// The number of queued deltas.
@@ -578,7 +556,11 @@ impl<T: Object> Queue<T> for RealFifo<T> {
     /// - an atomic delta (`ReplacedAll`, `SyncAll`, `Bookmark`) closes a batch, and at the head
     ///   is popped alone;
     /// - a delta whose key can no longer be computed (one requeued by the process function)
-    ///   closes the batch it ends.
+    ///   is popped alone: at the head it makes a batch of one, elsewhere it closes the batch
+    ///   before it;
+    /// - the batch's [`Deltas`] is [of distinct objects](Deltas::of_distinct_objects), as is a
+    ///   single-object delta popped alone; a requeued batch goes back delta by delta, as it
+    ///   came.
     fn pop_batch<'a>(&'a self, max: usize, process: &'a mut ProcessFn<'a, T>) -> PopFuture<'a> {
         let max = max.max(1);
         Box::pin(self.life.pop_with(move || self.try_pop(max, process)))

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::thread_safe_store::Write;
 use crate::{
     Indexer, Indexers, KeyFunc, Object, ObjectKey, Result, Store, ThreadSafeStore, Transaction,
     TransactionError, default_key_func,
@@ -161,34 +162,27 @@ impl<T: Object> Indexer<T> for Cache<T> {
     }
 
     /// Keys every write first (a write whose key cannot be computed fails alone), then applies
-    /// the rest under one lock with [`ThreadSafeStore::transaction`].
+    /// the rest under one lock, as [`ThreadSafeStore::transaction`] does.
     fn transaction(&self, batch: Vec<Transaction<T>>) -> Result<(), TransactionError> {
         let total = batch.len();
         let mut failed = Vec::new();
-        let mut keyed = Vec::with_capacity(total);
-        let mut positions = Vec::with_capacity(total);
+        let mut writes = Vec::with_capacity(total);
         for (i, write) in batch.into_iter().enumerate() {
-            let key = match &write {
-                Transaction::Add(obj) | Transaction::Update(obj) | Transaction::Delete(obj) => {
-                    self.key_of(obj)
+            let keyed = match write {
+                Transaction::Add(obj) | Transaction::Update(obj) => {
+                    self.key_of(&obj).map(|key| Write::Put(key, obj))
                 }
-                Transaction::DeleteKey(key) => Ok(key.clone()),
+                Transaction::Delete(obj) => {
+                    self.key_of(&obj).map(|key| Write::Remove(key, Some(obj)))
+                }
+                Transaction::DeleteKey(key) => Ok(Write::Remove(key, None)),
             };
-            match key {
-                Ok(key) => {
-                    keyed.push((key, write));
-                    positions.push(i);
-                }
+            match keyed {
+                Ok(write) => writes.push((i, write)),
                 Err(e) => failed.push((i, e)),
             }
         }
-        if let Err(e) = self.store.transaction(keyed) {
-            failed.extend(
-                e.into_failed()
-                    .into_iter()
-                    .map(|(j, err)| (positions[j], err)),
-            );
-        }
+        self.store.apply(writes, &mut failed);
         TransactionError::from_failures(total, failed).map_or(Ok(()), Err)
     }
 }
@@ -301,15 +295,32 @@ mod tests {
     }
 
     /// The batch is applied under one acquisition of the lock: a reader never sees half of it.
+    /// The reader looks until the writer is done, and half-way through the writer waits for it
+    /// to look twice, so the two overlap however the threads are scheduled.
     #[test]
     fn readers_see_all_of_a_transaction_or_none_of_it() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
         let c = Arc::new(Cache::<DynamicObject>::new());
+        let writer_done = Arc::new(AtomicBool::new(false));
+        let looks = Arc::new(AtomicUsize::new(0));
         let reader = {
-            let c = Arc::clone(&c);
+            let (c, writer_done, looks) =
+                (Arc::clone(&c), Arc::clone(&writer_done), Arc::clone(&looks));
             std::thread::spawn(move || {
-                for _ in 0..2000 {
+                let mut mid_way = 0_usize;
+                loop {
+                    // The flag first: a look after it was set sees every batch.
+                    let done = writer_done.load(Ordering::Acquire);
                     let n = c.len();
                     assert_eq!(n % 2, 0, "half a batch seen: {n} objects");
+                    mid_way += usize::from(n > 0 && n < 4000);
+                    looks.fetch_add(1, Ordering::AcqRel);
+                    if done {
+                        assert_eq!(n, 4000);
+                        return mid_way;
+                    }
+                    std::thread::yield_now();
                 }
             })
         };
@@ -319,8 +330,21 @@ mod tests {
                 Transaction::Add(obj("a", &format!("y{i}"), "1", "")),
             ])
             .unwrap();
+            if i == 1000 {
+                // Two more looks: at least one of them wholly after this batch (unless the
+                // reader failed, which its join reports).
+                let seen = looks.load(Ordering::Acquire);
+                while looks.load(Ordering::Acquire) < seen + 2 && !reader.is_finished() {
+                    std::thread::yield_now();
+                }
+            }
         }
-        reader.join().unwrap();
+        writer_done.store(true, Ordering::Release);
+        let mid_way = reader.join().unwrap();
+        assert!(
+            mid_way > 0,
+            "the reader looked while the batches were written"
+        );
         assert_eq!(c.len(), 4000);
     }
 

@@ -4,7 +4,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::{Error, Indexers, Object, ObjectKey, Result, Transaction, TransactionError};
+use crate::{
+    Error, Indexers, LastResourceVersion, Object, ObjectKey, Result, Transaction, TransactionError,
+};
 
 /// One index: indexed value -> keys of the objects that produced it (sorted, never empty).
 type Index = HashMap<String, BTreeSet<ObjectKey>>;
@@ -25,19 +27,38 @@ struct Inner<T> {
     items: HashMap<ObjectKey, Arc<T>>,
     indexers: Indexers<T>,
     indices: HashMap<String, Index>,
-    resource_version: Option<String>,
+    resource_version: LastResourceVersion,
 }
 
 /// The values of every index for one object, in the order of `Indexers::iter`.
 type Values = Vec<Vec<String>>;
+
+/// One keyed write of a transaction, as [`ThreadSafeStore::apply`] takes it.
+pub(crate) enum Write<T> {
+    /// Store the object under the key.
+    Put(ObjectKey, Arc<T>),
+    /// Remove the key, recording the resource version of the deleted state when given.
+    Remove(ObjectKey, Option<Arc<T>>),
+}
+
+impl<T> Write<T> {
+    /// `write` under `key` (a `DeleteKey`'s own key is not read: `key` is the one removed).
+    fn keyed(key: ObjectKey, write: Transaction<T>) -> Self {
+        match write {
+            Transaction::Add(obj) | Transaction::Update(obj) => Self::Put(key, obj),
+            Transaction::Delete(obj) => Self::Remove(key, Some(obj)),
+            Transaction::DeleteKey(_) => Self::Remove(key, None),
+        }
+    }
+}
 
 impl<T: Object> Inner<T> {
     /// Records `obj`'s resource version as the last synced one. An object without one (or a
     /// transform that dropped it) leaves the previous value, as client-go's store does
     /// (`TestThreadSafeStoreRV`): it says nothing about how fresh the store is.
     fn note_resource_version(&mut self, obj: &T) {
-        if let Some(rv) = obj.resource_version().filter(|rv| !rv.is_empty()) {
-            self.resource_version = Some(rv.to_owned());
+        if let Some(rv) = obj.resource_version() {
+            self.resource_version.note(rv);
         }
     }
 
@@ -129,7 +150,7 @@ impl<T: Object> ThreadSafeStore<T> {
                     .map(|n| (n.to_owned(), Index::new()))
                     .collect(),
                 indexers,
-                resource_version: None,
+                resource_version: LastResourceVersion::new(),
             }),
         }
     }
@@ -186,19 +207,31 @@ impl<T: Object> ThreadSafeStore<T> {
     ) -> Result<(), TransactionError> {
         let total = batch.len();
         let mut failed = Vec::new();
+        let writes = batch
+            .into_iter()
+            .enumerate()
+            .map(|(i, (key, write))| (i, Write::keyed(key, write)));
+        self.apply(writes, &mut failed);
+        TransactionError::from_failures(total, failed).map_or(Ok(()), Err)
+    }
+
+    /// Applies `writes` under one acquisition of the lock, each tagged with the position the
+    /// caller reports it at; the failures are pushed to `failed` with their positions.
+    pub(crate) fn apply(
+        &self,
+        writes: impl IntoIterator<Item = (usize, Write<T>)>,
+        failed: &mut Vec<(usize, Error)>,
+    ) {
         let mut inner = self.write();
-        for (i, (key, write)) in batch.into_iter().enumerate() {
+        for (i, write) in writes {
             let applied = match write {
-                Transaction::Add(obj) | Transaction::Update(obj) => inner.put(key, obj),
-                Transaction::Delete(obj) => inner.remove(key.as_str(), Some(&*obj)),
-                Transaction::DeleteKey(_) => inner.remove(key.as_str(), None),
+                Write::Put(key, obj) => inner.put(key, obj),
+                Write::Remove(key, obj) => inner.remove(key.as_str(), obj.as_deref()),
             };
             if let Err(e) = applied {
                 failed.push((i, e));
             }
         }
-        drop(inner);
-        TransactionError::from_failures(total, failed).map_or(Ok(()), Err)
     }
 
     /// The object under `key`.
@@ -226,7 +259,8 @@ impl<T: Object> ThreadSafeStore<T> {
         self.len() == 0
     }
 
-    /// Swaps in `items` wholesale, rebuilds every index and records `resource_version`.
+    /// Swaps in `items` wholesale, rebuilds every index and records `resource_version` (an
+    /// empty one leaves the last one recorded).
     ///
     /// # Errors
     ///
@@ -250,20 +284,22 @@ impl<T: Object> ThreadSafeStore<T> {
         }
         inner.items = items;
         inner.indices = indices;
-        inner.resource_version = non_empty(resource_version);
+        inner.resource_version.note(resource_version);
         Ok(())
     }
 
     /// Records a resource version reached without an object change (an empty one is ignored).
+    /// The version held is read under the read lock first: the write lock is taken only for a
+    /// new version (a reflector reports most versions twice, with the object and after it).
     pub fn bookmark(&self, resource_version: &str) {
-        if let Some(rv) = non_empty(resource_version) {
-            self.write().resource_version = Some(rv);
+        if self.read().resource_version.is_new(resource_version) {
+            self.write().resource_version.note(resource_version);
         }
     }
 
     /// The resource version of the last write, replace or bookmark.
     pub fn last_sync_resource_version(&self) -> Option<String> {
-        self.read().resource_version.clone()
+        self.read().resource_version.get().map(str::to_owned)
     }
 
     /// The objects sharing a value of index `name` with `obj`.
@@ -371,10 +407,6 @@ impl<T: Object> ThreadSafeStore<T> {
         inner.indices.extend(built);
         Ok(())
     }
-}
-
-fn non_empty(rv: &str) -> Option<String> {
-    (!rv.is_empty()).then(|| rv.to_owned())
 }
 
 impl<T: Object> Default for ThreadSafeStore<T> {

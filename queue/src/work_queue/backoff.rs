@@ -1,12 +1,11 @@
 //! [`ItemExponentialBackoff`]: a delay per key that doubles with each failure.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::RateLimiter;
+use super::failure_counts::FailureCounts;
 
 /// client-go's `ItemExponentialFailureRateLimiter`: the `n`th failure of a key in a row waits
 /// `base * 2^(n-1)`, capped at `max`.
@@ -30,7 +29,7 @@ use super::RateLimiter;
 pub struct ItemExponentialBackoff<K> {
     base: Duration,
     max: Duration,
-    failures: Mutex<HashMap<K, u32>>,
+    failures: FailureCounts<K>,
 }
 
 impl<K> ItemExponentialBackoff<K> {
@@ -40,12 +39,8 @@ impl<K> ItemExponentialBackoff<K> {
         Self {
             base,
             max,
-            failures: Mutex::new(HashMap::new()),
+            failures: FailureCounts::new(),
         }
-    }
-
-    fn failures(&self) -> MutexGuard<'_, HashMap<K, u32>> {
-        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -56,49 +51,75 @@ impl<K> Default for ItemExponentialBackoff<K> {
     }
 }
 
-/// `min(max, base * 2^exp)`, saturating.
-pub(super) fn exponential(base: Duration, max: Duration, exp: u32) -> Duration {
+/// `min(max, base * 2^exp)`, saturating, computed in nanoseconds on 128 bits: exact for every
+/// `exp` whose product fits, however large `max / base` is.
+fn exponential(base: Duration, max: Duration, exp: u32) -> Duration {
+    const PER_SEC: u128 = 1_000_000_000;
     if base.is_zero() {
         return Duration::ZERO;
     }
-    1_u32
+    let nanos = 1_u128
         .checked_shl(exp)
-        .and_then(|factor| base.checked_mul(factor))
-        .map_or(max, |d| d.min(max))
+        .and_then(|factor| base.as_nanos().checked_mul(factor));
+    match nanos {
+        // Below `max`, so it fits a `Duration`.
+        Some(nanos) if nanos < max.as_nanos() => {
+            match (
+                u64::try_from(nanos / PER_SEC),
+                u32::try_from(nanos % PER_SEC),
+            ) {
+                (Ok(secs), Ok(sub)) => Duration::new(secs, sub),
+                _ => max,
+            }
+        }
+        _ => max,
+    }
 }
 
 impl<K: Clone + Eq + Hash + Send + Sync> RateLimiter<K> for ItemExponentialBackoff<K> {
     fn when(&self, key: &K) -> Duration {
-        let exp = {
-            let mut failures = self.failures();
-            if let Some(n) = failures.get_mut(key) {
-                let exp = *n;
-                *n = n.saturating_add(1);
-                exp
-            } else {
-                failures.insert(key.clone(), 1);
-                0
-            }
-        };
-        exponential(self.base, self.max, exp)
+        exponential(self.base, self.max, self.failures.bump(key))
     }
 
     fn forget(&self, key: &K) {
-        self.failures().remove(key);
+        self.failures.forget(key);
     }
 
     fn num_requeues(&self, key: &K) -> u32 {
-        self.failures().get(key).copied().unwrap_or(0)
+        self.failures.get(key)
     }
 }
 
 impl<K> fmt::Debug for ItemExponentialBackoff<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let tracked = self.failures.try_lock().ok().map(|m| m.len());
         f.debug_struct("ItemExponentialBackoff")
             .field("base", &self.base)
             .field("max", &self.max)
-            .field("tracked", &tracked)
+            .field("tracked", &self.failures.try_len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ratio `max / base` above 2^32 still doubles past the 32nd failure, up to `max`.
+    #[test]
+    fn doubles_past_two_to_the_32() {
+        let (base, max) = (Duration::from_nanos(1), Duration::from_secs(100_000));
+        assert_eq!(exponential(base, max, 33), Duration::from_nanos(1 << 33));
+        assert_eq!(exponential(base, max, 46), Duration::from_nanos(1 << 46));
+        assert_eq!(exponential(base, max, 47), max, "2^47 ns is past 100000 s");
+        assert_eq!(exponential(base, max, 127), max);
+        assert_eq!(exponential(base, max, 128), max);
+        assert_eq!(exponential(base, max, u32::MAX), max);
+        assert_eq!(exponential(Duration::ZERO, max, 200), Duration::ZERO);
+        assert_eq!(exponential(Duration::MAX, max, 0), max, "base above max");
+        assert_eq!(
+            exponential(Duration::MAX, Duration::MAX, 1),
+            Duration::MAX,
+            "saturates"
+        );
     }
 }

@@ -44,15 +44,24 @@ impl<K> WorkQueueBuilder<K> {
     }
 
     /// The queue's name (client-go names a controller's queue after the controller), shown in
-    /// `Debug` and by [`WorkQueue::name`].
+    /// `Debug` and by [`WorkQueue::name`]. With one (not empty) the queue records client-go's
+    /// work-queue [metrics](crate::metrics), labelled with it; without one it records none.
     pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
+        self.name = Some(name.into()).filter(|n| !n.is_empty());
         self
     }
 }
 
 impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueueBuilder<K> {
-    /// The queue.
+    /// The queue. Its [metrics](crate::metrics), if it has a name, are registered now, with the
+    /// recorder in place.
+    ///
+    /// A named queue built inside a tokio runtime also spawns a small task on it that recomputes
+    /// the in-flight gauges every 500 ms (client-go's `updateUnfinishedWorkLoop`). It holds the
+    /// queue weakly and ends once the queue is dropped or shut down. The runtime needs its time
+    /// driver (`enable_time`), as `get` with delayed keys does; without it that task panics as
+    /// it starts, and the gauges are recomputed on `get` and `done` instead, as they are for a
+    /// queue built outside a runtime.
     pub fn build(self) -> WorkQueue<K> {
         WorkQueue::from_parts(self.limiter, self.name)
     }

@@ -1,12 +1,11 @@
 //! [`ItemFastSlow`]: a short delay for a key's first few failures, a long one after.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use super::RateLimiter;
+use super::failure_counts::FailureCounts;
 
 /// client-go's `ItemFastSlowRateLimiter`: the first `max_fast_attempts` failures of a key in a
 /// row wait `fast`, the later ones `slow`.
@@ -27,7 +26,7 @@ pub struct ItemFastSlow<K> {
     fast: Duration,
     slow: Duration,
     max_fast_attempts: u32,
-    attempts: Mutex<HashMap<K, u32>>,
+    attempts: FailureCounts<K>,
 }
 
 impl<K> ItemFastSlow<K> {
@@ -38,27 +37,15 @@ impl<K> ItemFastSlow<K> {
             fast,
             slow,
             max_fast_attempts,
-            attempts: Mutex::new(HashMap::new()),
+            attempts: FailureCounts::new(),
         }
-    }
-
-    fn attempts(&self) -> MutexGuard<'_, HashMap<K, u32>> {
-        self.attempts.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 impl<K: Clone + Eq + Hash + Send + Sync> RateLimiter<K> for ItemFastSlow<K> {
     fn when(&self, key: &K) -> Duration {
-        let n = {
-            let mut attempts = self.attempts();
-            if let Some(n) = attempts.get_mut(key) {
-                *n = n.saturating_add(1);
-                *n
-            } else {
-                attempts.insert(key.clone(), 1);
-                1
-            }
-        };
+        // The count after this failure.
+        let n = self.attempts.bump(key).saturating_add(1);
         if n <= self.max_fast_attempts {
             self.fast
         } else {
@@ -67,22 +54,21 @@ impl<K: Clone + Eq + Hash + Send + Sync> RateLimiter<K> for ItemFastSlow<K> {
     }
 
     fn forget(&self, key: &K) {
-        self.attempts().remove(key);
+        self.attempts.forget(key);
     }
 
     fn num_requeues(&self, key: &K) -> u32 {
-        self.attempts().get(key).copied().unwrap_or(0)
+        self.attempts.get(key)
     }
 }
 
 impl<K> fmt::Debug for ItemFastSlow<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let tracked = self.attempts.try_lock().ok().map(|m| m.len());
         f.debug_struct("ItemFastSlow")
             .field("fast", &self.fast)
             .field("slow", &self.slow)
             .field("max_fast_attempts", &self.max_fast_attempts)
-            .field("tracked", &tracked)
+            .field("tracked", &self.attempts.try_len())
             .finish()
     }
 }

@@ -4,13 +4,14 @@ use std::fmt;
 use std::future::{Future, poll_fn};
 use std::hash::Hash;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::Poll;
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio::time::Instant;
+use tokio::time::{Instant, MissedTickBehavior};
 
+use super::locked::Locked;
 use super::metrics::{IN_FLIGHT_PERIOD, WorkQueueMetrics};
 use super::state::{State, Take};
 use super::{RateLimiter, WorkQueueBuilder, default_rate_limiter};
@@ -34,7 +35,7 @@ const NEVER: Duration = Duration::from_secs(30 * 365 * 86_400);
 ///   delayed again moves to the earlier deadline only (a later one is ignored). The delay runs
 ///   on its own, apart from the queue: a key both waiting and delayed is handed out now, and
 ///   again when its delay passes if it is not waiting any more. [`get`](Self::get) itself
-///   sleeps until the earliest deadline: there is no background task or thread.
+///   sleeps until the earliest deadline: delays need no background task or thread.
 /// - **Rate limiting.** [`add_rate_limited`](Self::add_rate_limited) delays a key by what the
 ///   [`RateLimiter`] says ([`default_rate_limiter`] unless the builder names another);
 ///   [`forget`](Self::forget) resets it, and does not call `done`.
@@ -44,8 +45,14 @@ const NEVER: Duration = Duration::from_secs(30 * 365 * 86_400);
 ///   by `done`; then `get` returns `None`. [`shut_down_with_drain`](Self::shut_down_with_drain)
 ///   also waits until no key is processing.
 ///
-/// Time is tokio's (`tokio::time::Instant`, `sleep_until`): delays, backoff and the token bucket
-/// all follow paused and advanced time in tests. The queue is a handle: clones share it.
+/// - **Metrics.** A named queue records client-go's work-queue [metrics](crate::metrics). Its
+///   two in-flight gauges are recomputed every 500 ms by a small task spawned when the queue is
+///   built inside a tokio runtime, so they keep rising while every worker is stuck; see
+///   [`WorkQueueBuilder::name`].
+///
+/// Time is tokio's (`tokio::time::Instant`, `sleep_until`): delays, backoff, the token bucket
+/// and the metrics task all follow paused and advanced time in tests. The queue is a handle:
+/// clones share it.
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
@@ -133,32 +140,23 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         name: Option<String>,
     ) -> Self {
         let metrics = WorkQueueMetrics::new(name.as_deref());
-        Self {
-            inner: Arc::new(Inner {
-                state: Mutex::new(State::new(metrics.enabled())),
-                ready: Notify::new(),
-                idle: Notify::new(),
-                limiter: limiter.unwrap_or_else(default_rate_limiter),
-                name,
-                metrics,
-            }),
+        let timed = metrics.enabled();
+        let inner = Arc::new(Inner {
+            state: Mutex::new(State::new(timed)),
+            ready: Notify::new(),
+            idle: Notify::new(),
+            limiter: limiter.unwrap_or_else(default_rate_limiter),
+            name,
+            metrics,
+        });
+        if timed && let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(tick_in_flight(Arc::downgrade(&inner)));
         }
+        Self { inner }
     }
 
-    /// The state, locked, with the delayed keys that are due moved to the queue (and as many
-    /// getters woken).
-    fn lock(&self) -> MutexGuard<'_, State<K>> {
-        let mut st = self
-            .inner
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let pushed = st.promote_due();
-        if pushed > 0 {
-            self.inner.metrics.queued(pushed, st.len());
-        }
-        self.wake(pushed);
-        st
+    fn lock(&self) -> Locked<'_, K> {
+        self.inner.lock()
     }
 
     /// [`State::take`], recording how long the key waited and the queue's depth.
@@ -169,18 +167,11 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
             let m = &self.inner.metrics;
             m.handed_out(*waited);
             m.depth(st.len());
-            if let Some((unfinished, longest)) = st.in_flight(IN_FLIGHT_PERIOD) {
+            if let Some((unfinished, longest)) = st.in_flight_on_operation() {
                 m.in_flight(unfinished, longest);
             }
         }
         taken
-    }
-
-    /// Wakes `n` getters, one per key queued.
-    fn wake(&self, n: usize) {
-        for _ in 0..n {
-            self.inner.ready.notify_one();
-        }
     }
 
     /// Queues `key` unless it is waiting already (then nothing happens, nothing is cloned) or
@@ -188,30 +179,42 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// [`shut_down`](Self::shut_down).
     pub fn add(&self, key: K) {
         let mut st = self.lock();
-        let pushed = st.add(key);
-        if pushed {
-            self.inner.metrics.queued(1, st.len());
+        Self::add_locked(&mut st, &self.inner.metrics, key);
+    }
+
+    /// [`add`](Self::add) under the lock.
+    fn add_locked(st: &mut Locked<'_, K>, metrics: &WorkQueueMetrics, key: K) {
+        if st.add(key) {
+            metrics.queued(1, st.len());
+            st.wake(1);
         }
-        drop(st);
-        self.wake(usize::from(pushed));
     }
 
     /// Queues `key` once `delay` has passed, as [`add`](Self::add) then; a zero delay is an
     /// `add` now. A key already delayed keeps the earlier of its two deadlines. Ignored after
     /// [`shut_down`](Self::shut_down), and delayed keys are dropped by it.
     ///
+    /// Every call before shutdown counts as a retry in the
+    /// [metrics](crate::metrics::WORKQUEUE_RETRIES_TOTAL), a zero delay included (client-go's
+    /// `AddAfter`).
+    ///
     /// A delay longer than about 30 years (such as [`Duration::MAX`]) is cut to that.
     pub fn add_after(&self, key: K, delay: Duration) {
-        if delay.is_zero() {
-            self.add(key);
+        let mut st = self.lock();
+        if st.is_shutting_down() {
             return;
         }
-        self.inner.metrics.retried();
-        let now = Instant::now();
-        let Some(deadline) = now.checked_add(delay.min(NEVER)) else {
+        let metrics = &self.inner.metrics;
+        metrics.retried();
+        if delay.is_zero() {
+            Self::add_locked(&mut st, metrics, key);
+            return;
+        }
+        let Some(deadline) = Instant::now().checked_add(delay.min(NEVER)) else {
             return;
         };
-        let head_moved = self.lock().add_at(key, deadline);
+        let head_moved = st.add_at(key, deadline);
+        drop(st);
         if head_moved {
             // Waiting getters sleep until the earliest deadline: they re-arm their timers.
             self.inner.ready.notify_waiters();
@@ -306,18 +309,18 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// after shutdown). A key that is not processing is ignored.
     pub fn done(&self, key: &K) {
         let mut st = self.lock();
-        let (requeued, idle, worked) = st.done(key);
+        let (requeued, drained, worked) = st.done(key);
         let m = &self.inner.metrics;
         m.done(worked);
         if requeued {
             m.queued(1, st.len());
+            st.wake(1);
         }
-        if let Some((unfinished, longest)) = st.in_flight(IN_FLIGHT_PERIOD) {
+        if let Some((unfinished, longest)) = st.in_flight_on_operation() {
             m.in_flight(unfinished, longest);
         }
         drop(st);
-        self.wake(usize::from(requeued));
-        if idle {
+        if drained {
             self.inner.idle.notify_waiters();
         }
     }
@@ -388,6 +391,58 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
     /// Whether [`shut_down`](Self::shut_down) (or `shut_down_with_drain`) was called.
     pub fn is_shutting_down(&self) -> bool {
         self.lock().is_shutting_down()
+    }
+}
+
+impl<K: Clone + Eq + Hash> Inner<K> {
+    /// The state, locked, with the delayed keys that are due moved to the queue (and as many
+    /// getters woken once it is unlocked).
+    fn lock(&self) -> Locked<'_, K> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut st = Locked::new(state, &self.ready);
+        let pushed = st.promote_due();
+        if pushed > 0 {
+            self.metrics.queued(pushed, st.len());
+            st.wake(pushed);
+        }
+        st
+    }
+
+    /// Recomputes the in-flight gauges, unless the queue is shutting down (they freeze then,
+    /// as client-go's). Returns whether it did.
+    fn tick_in_flight(&self) -> bool {
+        // The plain lock: reading the gauges queues no due key and wakes nobody.
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if st.is_shutting_down() {
+            return false;
+        }
+        st.start_ticking();
+        if let Some((unfinished, longest)) = st.in_flight() {
+            self.metrics.in_flight(unfinished, longest);
+        }
+        true
+    }
+}
+
+/// The task of a named queue built inside a tokio runtime (client-go's
+/// `updateUnfinishedWorkLoop`): every [`IN_FLIGHT_PERIOD`] it recomputes the in-flight gauges,
+/// so that they keep rising while every worker is stuck and no operation comes. It holds the
+/// queue weakly, and ends once the queue is dropped or shutting down.
+///
+/// Operations recompute the gauges too until its first tick, and for good if it never runs (a
+/// queue built outside a runtime, or in one without the time driver, where creating the timer
+/// panics inside this task).
+async fn tick_in_flight<K: Clone + Eq + Hash>(queue: Weak<Inner<K>>) {
+    let mut ticks = tokio::time::interval(IN_FLIGHT_PERIOD);
+    ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(inner) = queue.upgrade() else {
+            return;
+        };
+        if !inner.tick_in_flight() {
+            return;
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::delayed::Delayed;
+use super::in_flight::InFlight;
 
 /// Invariant (client-go's): every key of `queue` is dirty and not processing, and appears in
 /// `queue` once.
@@ -28,10 +29,11 @@ pub(super) struct State<K> {
     shutting_down: bool,
     /// Whether a `shut_down_with_drain` is waiting (a later `shut_down` clears it).
     drain: bool,
-    /// Whether keys are timed (the queue records metrics): [`Mark::since`] is set.
-    timed: bool,
-    /// When the in-flight ages were last summed.
-    last_scan: Option<Instant>,
+    /// With timing on (the queue records metrics, and [`Mark::since`] is set): the start
+    /// times of the keys being processed, for the in-flight gauges.
+    in_flight: Option<InFlight>,
+    /// Whether a task recomputes the in-flight gauges on a timer (then operations do not).
+    ticking: bool,
 }
 
 /// Whether a key of [`State::marks`] is dirty, processing, or both (never neither).
@@ -66,8 +68,8 @@ impl<K> State<K> {
 impl<K: Clone + Eq + Hash> State<K> {
     pub(super) fn new(timed: bool) -> Self {
         Self {
-            timed,
-            last_scan: None,
+            in_flight: timed.then(InFlight::new),
+            ticking: false,
             queue: VecDeque::new(),
             marks: HashMap::new(),
             processing: 0,
@@ -114,7 +116,7 @@ impl<K: Clone + Eq + Hash> State<K> {
                 e.insert(Mark {
                     dirty: true,
                     processing: false,
-                    since: self.timed.then(Instant::now),
+                    since: self.in_flight.is_some().then(Instant::now),
                 });
                 self.queue.push_back(copy);
                 true
@@ -140,6 +142,9 @@ impl<K: Clone + Eq + Hash> State<K> {
                     let now = Instant::now();
                     waited = Some(now - since);
                     mark.since = Some(now);
+                    if let Some(in_flight) = &mut self.in_flight {
+                        in_flight.start(now);
+                    }
                 }
             }
             return Take::Key(key, waited);
@@ -153,8 +158,9 @@ impl<K: Clone + Eq + Hash> State<K> {
 
     /// client-go's `Done`: `key` is no longer processing, and is queued again if it was added
     /// meanwhile (the one place a key is cloned: the queue needs a copy besides the mark's). A
-    /// key that is not processing is ignored. Returns whether the key was queued again and
-    /// whether nothing is processing any more, and how long it was processed (when timed).
+    /// key that is not processing is ignored. Returns whether the key was queued again, whether
+    /// a waiting drain may now return (a drain is waiting and nothing is processing any more),
+    /// and how long the key was processed (when timed).
     pub(super) fn done(&mut self, key: &K) -> (bool, bool, Option<Duration>) {
         let Some((key, mark)) = self.marks.remove_entry(key) else {
             return (false, false, None);
@@ -166,6 +172,9 @@ impl<K: Clone + Eq + Hash> State<K> {
         }
         self.processing -= 1;
         let now = mark.since.map(|_| Instant::now());
+        if let (Some(in_flight), Some(since)) = (&mut self.in_flight, mark.since) {
+            in_flight.finish(since);
+        }
         let worked = mark.since.zip(now).map(|(since, now)| now - since);
         let requeued = mark.dirty;
         if requeued {
@@ -179,36 +188,34 @@ impl<K: Clone + Eq + Hash> State<K> {
                 },
             );
         }
-        (requeued, self.processing == 0, worked)
+        (requeued, self.drain && self.processing == 0, worked)
     }
 
-    /// The summed age of the keys being processed and the oldest one's, when timed and at
-    /// least `period` has passed since the last time (the scan visits every marked key).
-    pub(super) fn in_flight(&mut self, period: Duration) -> Option<(Duration, Duration)> {
-        if !self.timed {
-            return None;
-        }
-        let now = Instant::now();
-        if self.last_scan.is_some_and(|t| now - t < period) {
-            return None;
-        }
-        self.last_scan = Some(now);
-        let ages = self
-            .marks
-            .values()
-            .filter(|m| m.processing)
-            .filter_map(|m| m.since.map(|s| now - s));
-        Some(
-            ages.fold((Duration::ZERO, Duration::ZERO), |(sum, max), a| {
-                (sum + a, max.max(a))
-            }),
-        )
+    /// The summed age of the keys being processed and the oldest one's, now (`None` when keys
+    /// are not timed). Constant time: see [`InFlight`].
+    pub(super) fn in_flight(&self) -> Option<(Duration, Duration)> {
+        self.in_flight.as_ref().map(|f| f.ages(Instant::now()))
     }
 
-    /// Starts shutting down (`drain`: a drain is waiting for the keys in flight). The keys
-    /// already due are queued (they are still handed out); the others are dropped.
+    /// [`in_flight`](Self::in_flight), for an operation: `None` when a task keeps the gauges
+    /// on a timer instead, or once the queue is shutting down (the gauges freeze, as
+    /// client-go's stop being updated).
+    pub(super) fn in_flight_on_operation(&self) -> Option<(Duration, Duration)> {
+        if self.ticking || self.shutting_down {
+            return None;
+        }
+        self.in_flight()
+    }
+
+    /// A task now recomputes the in-flight gauges on a timer: operations stop doing it.
+    pub(super) fn start_ticking(&mut self) {
+        self.ticking = true;
+    }
+
+    /// Starts shutting down (`drain`: a drain is waiting for the keys in flight). The delayed
+    /// keys are dropped; those already due were queued by the lock that called this (they are
+    /// still handed out).
     pub(super) fn shut_down(&mut self, drain: bool) {
-        self.promote_due();
         self.delayed.clear();
         self.shutting_down = true;
         self.drain = drain;

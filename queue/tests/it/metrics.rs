@@ -125,7 +125,7 @@ fn named_queues_work_without_a_recorder() {
 /// client-go's work-queue metrics (`TestMetrics`, with a paused clock instead of a fake one): a
 /// named work queue counts the keys it queues (not an add of a waiting key), times how long
 /// each waited and was processed, counts `add_after` calls as retries, and sums the keys in
-/// flight (at most every 500 ms); an unnamed one records nothing.
+/// flight (every 500 ms, from its own task); an unnamed one records nothing.
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 #[expect(clippy::float_cmp, reason = "times from a paused clock are exact")]
 async fn a_named_work_queue_records_client_gos_work_queue_metrics() {
@@ -148,9 +148,11 @@ async fn a_named_work_queue_records_client_gos_work_queue_metrics() {
     queue.add("a".to_owned());
     queue.add("b".to_owned());
     queue.add("b".to_owned());
-    tokio::time::advance(Duration::from_millis(50)).await;
+    // Sleeps, not `advance`: the clock stops at each of the queue task's ticks (0, 500 ms, ...)
+    // and lets it run there.
+    tokio::time::sleep(Duration::from_millis(50)).await;
     let a = queue.get().await.unwrap();
-    tokio::time::advance(Duration::from_millis(600)).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
     let b = queue.get().await.unwrap(); // waited 650 ms; a has run 600 ms
 
     // A snapshot hands over the counts and samples recorded since the last one.
@@ -163,11 +165,11 @@ async fn a_named_work_queue_records_client_gos_work_queue_metrics() {
         histogram(&got, WORKQUEUE_QUEUE_DURATION_SECONDS),
         [ms(50), ms(650)]
     );
-    // Summed as b was handed out, 600 ms after the first sum: a is 600 ms old, b new.
-    assert_eq!(gauge(&got, WORKQUEUE_UNFINISHED_WORK_SECONDS), ms(600));
+    // Summed by the queue's task at 500 ms, when a had run 450 ms and b was still waiting.
+    assert_eq!(gauge(&got, WORKQUEUE_UNFINISHED_WORK_SECONDS), ms(450));
     assert_eq!(
         gauge(&got, WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS),
-        ms(600)
+        ms(450)
     );
 
     tokio::time::advance(Duration::from_millis(25)).await;
@@ -192,6 +194,106 @@ async fn a_named_work_queue_records_client_gos_work_queue_metrics() {
     assert_eq!(
         histogram(&got, WORKQUEUE_WORK_DURATION_SECONDS),
         [ms(625), ms(25)]
+    );
+}
+
+/// The in-flight gauges exist for the moment every worker is stuck: with no queue operation at
+/// all, the queue's task keeps recomputing them every 500 ms (client-go's
+/// `updateUnfinishedWorkLoop`). They freeze once the queue shuts down, `done` included.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_in_flight_gauges_rise_while_every_worker_is_stuck() {
+    use std::time::Duration;
+
+    use kcache_queue::WorkQueue;
+    use kcache_queue::metrics::{
+        WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS, WORKQUEUE_UNFINISHED_WORK_SECONDS,
+    };
+
+    let in_flight = |snapshotter: &metrics_util::debugging::Snapshotter| {
+        let got = named_values(snapshotter);
+        (
+            gauge(&got, WORKQUEUE_UNFINISHED_WORK_SECONDS),
+            gauge(&got, WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS),
+        )
+    };
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _guard = metrics::set_default_local_recorder(&recorder);
+    let queue = WorkQueue::<String>::builder().name("deployments").build();
+    queue.add("a".to_owned());
+    let a = queue.get().await.unwrap();
+
+    // Taken and never done, and nothing else happens: the task's ticks at 500 ms and 1 s.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (unfinished, longest) = in_flight(&snapshotter);
+    assert!(
+        unfinished >= 1.0 && longest >= 1.0,
+        "{unfinished} {longest}"
+    );
+
+    // A second worker stuck from 1.5 s; at the 2.5 s tick a is 2.5 s old and b 1 s.
+    queue.add("b".to_owned());
+    let _b = queue.get().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1250)).await;
+    assert_eq!(in_flight(&snapshotter), (3.5, 2.5));
+
+    // Shut down: frozen through later ticks and a `done`. (A snapshot zeroes the gauges it
+    // reads: zeros now mean nothing was recorded since the last one.)
+    queue.shut_down();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    queue.done(&a);
+    assert_eq!(in_flight(&snapshotter), (0.0, 0.0));
+}
+
+/// A named queue built outside a runtime has no task: its operations recompute the in-flight
+/// gauges instead (here as b is handed out, a having run at least 5 ms).
+#[test]
+fn without_a_runtime_operations_keep_the_in_flight_gauges() {
+    use kcache_queue::WorkQueue;
+    use kcache_queue::metrics::{
+        WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS, WORKQUEUE_UNFINISHED_WORK_SECONDS,
+    };
+
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let queue = WorkQueue::<String>::builder().name("deployments").build();
+        queue.add("a".to_owned());
+        queue.add("b".to_owned());
+        let _a = queue.try_get().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let _b = queue.try_get().unwrap();
+    });
+    let got = named_values(&snapshotter);
+    assert!(gauge(&got, WORKQUEUE_UNFINISHED_WORK_SECONDS) >= 0.005);
+    assert!(gauge(&got, WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS) >= 0.005);
+}
+
+/// client-go's `AddAfter`: every call counts as a retry, a zero delay (an add now) included;
+/// once the queue is shutting down a call does nothing, and is not counted.
+#[test]
+fn add_after_counts_every_retry_until_shutdown() {
+    use std::time::Duration;
+
+    use kcache_queue::WorkQueue;
+    use kcache_queue::metrics::WORKQUEUE_RETRIES_TOTAL;
+
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    metrics::with_local_recorder(&recorder, || {
+        let queue = WorkQueue::<String>::builder().name("deployments").build();
+        queue.add_after("now".to_owned(), Duration::ZERO);
+        queue.add_after("later".to_owned(), Duration::from_secs(1));
+        assert_eq!((queue.len(), queue.delayed_len()), (1, 1));
+        queue.shut_down();
+        queue.add_after("now".to_owned(), Duration::ZERO);
+        queue.add_after("later".to_owned(), Duration::from_secs(1));
+        assert_eq!((queue.len(), queue.delayed_len()), (1, 0));
+    });
+    let got = named_values(&snapshotter);
+    assert!(
+        matches!(got[WORKQUEUE_RETRIES_TOTAL], DebugValue::Counter(2)),
+        "{got:?}"
     );
 }
 

@@ -200,6 +200,64 @@ fn pop_batch_of_one_is_pop_and_a_requeued_batch_pops_again_whole() {
     );
 }
 
+/// client-go's `RealFIFO.PopBatch` takes a delta whose key cannot be computed only as the
+/// first of a batch (then alone): elsewhere it closes the batch before it. Here such deltas
+/// come back through a requeue, which may hand back any deltas.
+#[test]
+fn pop_batch_pops_a_delta_without_a_key_alone() {
+    let f = RealFifo::new();
+    f.add(obj("x", 1)).unwrap();
+    let r = now_or_never(f.pop(&mut |_: Deltas<DynamicObject>| {
+        let back = vec![
+            Delta::Added(obj("a", 2)),
+            Delta::Added(nameless()),
+            Delta::Added(obj("b", 3)),
+            Delta::Added(nameless()),
+        ];
+        Err(kcache_queue::ProcessError::requeue(Deltas::new(
+            back, false,
+        )))
+    }));
+    assert!(matches!(r, Some(Ok(()))));
+    let sizes: Vec<usize> = drain_batches(&f, 10).iter().map(|(d, _)| d.len()).collect();
+    assert_eq!(
+        sizes,
+        [1, 1, 1, 1],
+        "a, the nameless one alone, b, the other alone"
+    );
+}
+
+/// Every pop of single-object deltas, batched or not, says its deltas are of distinct objects
+/// (so a consumer need not compute their keys to find out); an atomic delta, and a
+/// `DeltaFifo`'s deltas of one key, do not.
+#[test]
+fn single_object_pops_are_of_distinct_objects() {
+    let f = RealFifo::new();
+    f.add(obj("a", 1)).unwrap();
+    f.add(obj("b", 2)).unwrap();
+    f.update(obj("a", 3)).unwrap();
+    f.bookmark("4");
+    let mut got = Vec::new();
+    while now_or_never(f.pop_batch(10, &mut |d: Deltas<DynamicObject>| {
+        got.push((d.len(), d.of_distinct_objects()));
+        Ok(())
+    }))
+    .is_some()
+    {}
+    assert_eq!(got, [(2, true), (1, true), (1, false)]);
+
+    let fifo = kcache_queue::DeltaFifo::new();
+    fifo.add(obj("a", 1)).unwrap();
+    let mut distinct = None;
+    now_or_never(fifo.pop(&mut |d: Deltas<DynamicObject>| {
+        distinct = Some(d.of_distinct_objects());
+        Ok(())
+    }))
+    .unwrap()
+    .unwrap();
+    assert_eq!(distinct, Some(false));
+}
+
 #[test]
 fn pop_batch_stops_at_atomic_deltas_and_the_initial_boundary() {
     let f = RealFifo::new();

@@ -129,10 +129,25 @@ async fn workers_re_adding_their_key_never_share_it() {
             })
         })
         .collect();
-    while runs.lock().unwrap().values().filter(|&&n| n == 3).count() < 50 {
-        tokio::task::yield_now().await;
+    // A worker that panics (a key held twice) stops for good: stop waiting then, and let its
+    // join below report the panic, rather than spin forever. The timeout is a backstop.
+    let all_ran = async {
+        while runs.lock().unwrap().values().filter(|&&n| n == 3).count() < 50 {
+            if workers.iter().any(tokio::task::JoinHandle::is_finished) {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), all_ran)
+        .await
+        .expect("every key ran three times within a minute");
+    if workers.iter().any(tokio::task::JoinHandle::is_finished) {
+        // A worker stopped early, holding its key: a drain would wait for it forever.
+        q.shut_down();
+    } else {
+        q.shut_down_with_drain().await;
     }
-    q.shut_down_with_drain().await;
     for w in workers {
         w.await.unwrap();
     }

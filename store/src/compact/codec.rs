@@ -81,13 +81,14 @@ fn corrupt(e: &dyn fmt::Display) -> serde_json::Error {
 /// Builds [`Compact`] objects from JSON, for one stream of objects (one lister-watcher).
 ///
 /// For each object it decodes only the metadata (name, namespace, resourceVersion, uid,
-/// labels, annotations, generation, deletionTimestamp), cuts `metadata.managedFields` out of
-/// the text (unless told to [keep them](Self::keep_managed_fields)), and compresses the rest with
-/// LZ4. With [`learn_dictionary`](Self::learn_dictionary) (the default) the first object
-/// encoded becomes the dictionary every later object is compressed against: objects of one
-/// resource share most of their text (keys, images, volumes, tolerations), so a sibling
-/// compresses to a small fraction of its size. Every object keeps a reference to the dictionary
-/// it used, so it can always be read back.
+/// labels, annotations, generation, deletionTimestamp, ownerReferences), cuts
+/// `metadata.managedFields` out of the text (unless told to
+/// [keep them](Self::keep_managed_fields)), and compresses the rest with LZ4. With
+/// [`learn_dictionary`](Self::learn_dictionary) (the default) the first object encoded becomes
+/// the dictionary every later object is compressed against: objects of one resource share most
+/// of their text (keys, images, volumes, tolerations), so a sibling compresses to a small
+/// fraction of its size. Every object keeps a reference to the dictionary it used, so it can
+/// always be read back.
 ///
 /// Share one codec (in an `Arc`) between a stream's list and watch decoders.
 ///

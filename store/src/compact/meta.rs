@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::OwnerReference;
+
 /// What keys, selectors, indexes and handlers read without a full decode: the fields behind
 /// [`Object`](crate::Object).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,6 +20,8 @@ pub(crate) struct CompactMeta {
     pub(crate) annotations: Option<BTreeMap<String, String>>,
     pub(crate) generation: Option<i64>,
     pub(crate) being_deleted: bool,
+    /// `ownerReferences`, the entries that parse (most objects have none: no allocation).
+    pub(crate) owner_references: Box<[OwnerReference]>,
 }
 
 /// The object's top level: only `metadata` is decoded, in the same pass; every other field is
@@ -72,6 +76,8 @@ struct WireMeta<'a> {
     deletion_timestamp: Option<&'a RawValue>,
     #[serde(default, borrow)]
     managed_fields: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    owner_references: Option<&'a RawValue>,
 }
 
 /// The metadata of the object in `json`, and the byte range of its `managedFields` value
@@ -99,8 +105,26 @@ pub(crate) fn read_meta(
         annotations: wire.annotations,
         generation: wire.generation,
         being_deleted: wire.deletion_timestamp.is_some_and(|t| t.get() != "null"),
+        owner_references: wire
+            .owner_references
+            .map(|refs| owner_references(refs.get()))
+            .unwrap_or_default(),
     };
     Ok((meta, managed))
+}
+
+/// The entries of an `ownerReferences` value (its text, already delimited by the metadata's
+/// pass) that parse as references; nothing if it is not an array. Lenient, as
+/// [`Object::owner_references`](crate::Object::owner_references) of a `DynamicObject` is: a
+/// bad entry is left out, it does not make the object undecodable.
+fn owner_references(json: &str) -> Box<[OwnerReference]> {
+    let Ok(entries) = serde_json::from_str::<Vec<&RawValue>>(json) else {
+        return Box::default();
+    };
+    entries
+        .into_iter()
+        .filter_map(|entry| serde_json::from_str(entry.get()).ok())
+        .collect()
 }
 
 /// Where `inner` (a slice borrowed from `outer`) sits in `outer`.
@@ -175,6 +199,29 @@ mod tests {
         assert_eq!(meta.generation, Some(3));
         assert!(meta.being_deleted);
         assert!(span.is_none());
+    }
+
+    #[test]
+    fn owner_references_are_read_with_the_metadata() {
+        let json = r#"{"metadata":{"name":"a","ownerReferences":[
+            {"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"u1","controller":true},
+            7, {"kind": 5}]}}"#;
+        let (meta, _) = read_meta(json).unwrap();
+        assert_eq!(
+            &*meta.owner_references,
+            [OwnerReference {
+                uid: "u1".into(),
+                ..OwnerReference::new("apps/v1", "ReplicaSet", "rs").controlled()
+            }]
+        );
+        for odd in [
+            r#"{"metadata":{"ownerReferences":null}}"#,
+            r#"{"metadata":{"ownerReferences":{"kind":"ReplicaSet"}}}"#,
+            r#"{"metadata":{"name":"a"}}"#,
+        ] {
+            let (meta, _) = read_meta(odd).unwrap();
+            assert!(meta.owner_references.is_empty(), "{odd}");
+        }
     }
 
     #[test]

@@ -162,16 +162,10 @@ impl<K: 'static> Object for Compact<K> {
     fn generation(&self) -> Option<i64> {
         self.meta.generation
     }
-    /// Read from the compressed JSON on each call (owner references are not kept decoded);
-    /// empty if it does not decompress or the entries do not parse.
+    /// Decoded with the rest of the metadata when the object was encoded (the entries that
+    /// parse); a copy of them.
     fn owner_references(&self) -> Vec<crate::OwnerReference> {
-        match self.pointer("/metadata/ownerReferences") {
-            Ok(Some(Value::Array(refs))) => refs
-                .iter()
-                .filter_map(|r| crate::OwnerReference::deserialize(r).ok())
-                .collect(),
-            _ => Vec::new(),
-        }
+        self.meta.owner_references.to_vec()
     }
 }
 

@@ -264,14 +264,16 @@ impl<Q: Queue<DynamicObject>, M: QueueModel> Run<'_, Q, M> {
 }
 
 /// What every pop of a queue whose items are deltas must hand over (client-go's `PopBatch` rules): at least
-/// one delta; a whole-queue delta (`ReplacedAll`, `SyncAll`, `Bookmark`) alone; no key twice;
-/// and, while `initial_left` items of the initial list remain, no more than them (a batch never
-/// straddles the end of the initial list).
+/// one delta; a whole-queue delta (`ReplacedAll`, `SyncAll`, `Bookmark`) alone; a delta without
+/// a key alone; no key twice; and, while `initial_left` items of the initial list remain, no
+/// more than them (a batch never straddles the end of the initial list).
 fn check_batch(deltas: &[ModelDelta], initial_left: usize) -> Result<(), TestCaseError> {
     prop_assert!(!deltas.is_empty(), "a pop hands over at least one delta");
     if deltas.len() > 1 {
         let singles = deltas.iter().all(ModelDelta::is_single_object);
         prop_assert!(singles, "a whole-queue delta is popped alone: {:?}", deltas);
+        let keyed = deltas.iter().all(|d| !d.key.is_empty());
+        prop_assert!(keyed, "a delta without a key is popped alone: {:?}", deltas);
     }
     for (i, d) in deltas.iter().enumerate() {
         let repeated = deltas[..i].iter().any(|p| p.key == d.key);

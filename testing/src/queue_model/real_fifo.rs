@@ -65,8 +65,9 @@ impl QueueModel for RealFifoModel {
 
     /// A pop of up to `batch` consecutive single-object deltas, or of one whole-queue delta; a
     /// `SyncAll` is filled from `known`. As client-go's `PopBatch`, a batch stops before a
-    /// whole-queue delta, before a key it already holds, and at the end of the initial list
-    /// (never taking more than the initial items left).
+    /// whole-queue delta, before a key it already holds, before a delta without a key (one
+    /// at the head is popped alone), and at the end of the initial list (never taking more
+    /// than the initial items left).
     fn pop(
         &mut self,
         batch: usize,
@@ -76,14 +77,17 @@ impl QueueModel for RealFifoModel {
         let mut first = self.items.pop_front()?;
         let mut popped = Vec::new();
         if first.is_single_object() {
-            popped.push(first);
             let limit = match self.sync.initial {
+                _ if first.key.is_empty() => 1,
                 0 => batch.max(1),
                 n => batch.max(1).min(n),
             };
+            popped.push(first);
             while popped.len() < limit
                 && self.items.front().is_some_and(|d| {
-                    d.is_single_object() && popped.iter().all(|p: &ModelDelta| p.key != d.key)
+                    d.is_single_object()
+                        && !d.key.is_empty()
+                        && popped.iter().all(|p: &ModelDelta| p.key != d.key)
                 })
                 && let Some(d) = self.items.pop_front()
             {
