@@ -1,13 +1,12 @@
 //! The delta-processing table of client-go's controller: how each popped delta changes the
 //! indexer and which events it raises.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use kcache_queue::{Delta, Deltas};
 use kcache_store::{
     DeletedFinalStateUnknown, Indexer, Object, ObjectKey, ObjectOrTombstone, Transaction,
-    meta_namespace_key,
 };
 
 use crate::Event;
@@ -33,7 +32,12 @@ pub(crate) fn process_deltas<T: Object>(
     mut emit: impl FnMut(Event<T>, bool),
 ) -> Result<(), kcache_store::Error> {
     let initial = deltas.is_in_initial_list();
-    if deltas.len() > 1 && deltas.iter().all(Delta::is_single_object) && distinct_keys(&deltas) {
+    // The queue says when a pop holds distinct objects (a RealFifo batch); a DeltaFifo pop is
+    // the deltas of one object, applied one after the other.
+    if deltas.len() > 1
+        && deltas.of_distinct_objects()
+        && deltas.iter().all(Delta::is_single_object)
+    {
         return process_batch(indexer, deltas.into_vec(), initial, &mut emit);
     }
     let mut first_error = None;
@@ -44,19 +48,6 @@ pub(crate) fn process_deltas<T: Object>(
         }
     }
     first_error.map_or(Ok(()), Err)
-}
-
-/// Whether every delta is of a different object (as in a batch a `RealFifo` pops; a
-/// `DeltaFifo` pops the deltas of one object, which must be applied one after the other).
-fn distinct_keys<T: Object>(deltas: &[Delta<T>]) -> bool {
-    let mut seen = HashSet::with_capacity(deltas.len());
-    deltas.iter().all(|d| {
-        let key = match d {
-            Delta::Deleted(ObjectOrTombstone::Tombstone(t)) => Some(t.key.clone()),
-            d => d.object().and_then(|o| meta_namespace_key(&**o).ok()),
-        };
-        key.is_some_and(|k| seen.insert(k))
-    })
 }
 
 /// client-go's `processDeltasInBatch`: a batch of single-object deltas of distinct objects is
@@ -414,7 +405,7 @@ mod tests {
         let mut log = Vec::new();
         let result = process_deltas(
             &c,
-            Deltas::new(
+            Deltas::batch(
                 vec![
                     Delta::Added(obj("a", "2")),
                     Delta::Added(obj("bad", "3")),

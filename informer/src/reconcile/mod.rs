@@ -244,11 +244,15 @@ impl Serving {
         // Until cancelled, or until a source ends: its informer stopped, and reconciling on
         // against a cache that no longer follows the server would act on stale state.
         let result = tokio::select! {
+            biased;
             () = cancel.cancelled() => Ok(()),
-            Some(_) = pumps.join_next() => {
+            // An informer stopped by the same cancellation is no failure.
+            Some(_) = pumps.join_next() => if cancel.is_cancelled() {
+                Ok(())
+            } else {
                 tracing::error!(runner = %self.name, "an informer stopped; stopping the workers");
                 Err(Error::Stopped)
-            }
+            },
         };
         // No new key is handed out; every worker returns once its reconcile does.
         self.queue.shut_down();
@@ -282,6 +286,7 @@ impl Serving {
             None
         };
         let stopped = tokio::select! {
+            biased;
             () = cancel.cancelled() => return Ok(false),
             r = tokio::time::timeout(self.cache_sync_timeout, all) => r,
         };
@@ -290,6 +295,7 @@ impl Serving {
                 runner: self.name.clone(),
                 after: self.cache_sync_timeout,
             }),
+            Ok(Some(_)) if cancel.is_cancelled() => Ok(false),
             Ok(Some(what)) => {
                 tracing::warn!(runner = %self.name, informer = %what, "an informer stopped before it synced");
                 Err(Error::Stopped)
