@@ -234,10 +234,11 @@ impl LeaderElector {
             if cancel.is_cancelled() {
                 return false;
             }
-            let attempt = tokio::time::timeout(self.call_timeout(), self.try_acquire_or_renew());
+            // Each server call is bounded on its own (`bounded`), as client-go's client
+            // timeout bounds each request.
             let acquired = tokio::select! {
                 () = cancel.cancelled() => return false,
-                r = attempt => r.is_ok_and(|a| a == Attempt::Held),
+                a = self.try_acquire_or_renew() => a == Attempt::Held,
             };
             if acquired {
                 return true;
@@ -257,11 +258,9 @@ impl LeaderElector {
         loop {
             let deadline = Instant::now() + self.inner.renew_deadline;
             loop {
+                // Calls are bounded one by one; the round, by its deadline.
                 let left = deadline.saturating_duration_since(Instant::now());
-                let attempt = tokio::time::timeout(
-                    left.min(self.call_timeout()),
-                    self.try_acquire_or_renew(),
-                );
+                let attempt = tokio::time::timeout(left, self.try_acquire_or_renew());
                 let attempt = tokio::select! {
                     () = cancel.cancelled() => return Renewal::Cancelled,
                     r = attempt => r.unwrap_or(Attempt::Failed),
@@ -286,6 +285,17 @@ impl LeaderElector {
                 () = tokio::time::sleep(self.inner.retry_period) => {}
             }
         }
+    }
+
+    /// `call` bounded by [`call_timeout`](Self::call_timeout): a call that does not answer in
+    /// time fails with [`Timeout`](kcache_reflector::Error::Timeout).
+    async fn bounded<T>(
+        &self,
+        call: impl Future<Output = Result<T, kcache_reflector::Error>>,
+    ) -> Result<T, kcache_reflector::Error> {
+        tokio::time::timeout(self.call_timeout(), call)
+            .await
+            .unwrap_or(Err(kcache_reflector::Error::Timeout))
     }
 
     /// How long one call to the server may take (client-go's client timeout: half the renew
@@ -350,15 +360,15 @@ impl LeaderElector {
             let mut record = desired.clone();
             record.acquire_time.clone_from(&mine.record.acquire_time);
             record.lease_transitions = mine.record.lease_transitions;
-            if let Ok(written) = lock.update(&mine, &record).await {
+            if let Ok(written) = self.bounded(lock.update(&mine, &record)).await {
                 self.observe(written, now);
                 return Attempt::Held;
             }
         }
-        let current = match lock.get().await {
+        let current = match self.bounded(lock.get()).await {
             Ok(Some(current)) => current,
             Ok(None) => {
-                return match lock.create(&desired).await {
+                return match self.bounded(lock.create(&desired)).await {
                     Ok(created) => {
                         self.observe(created, now);
                         Attempt::Held
@@ -390,7 +400,7 @@ impl LeaderElector {
         } else {
             desired.lease_transitions = Some(current.record.lease_transitions.unwrap_or(0) + 1);
         }
-        match lock.update(&current, &desired).await {
+        match self.bounded(lock.update(&current, &desired)).await {
             Ok(written) => {
                 self.observe(written, now);
                 Attempt::Held

@@ -284,3 +284,50 @@ async fn a_cancelled_leader_keeps_the_lease_until_its_work_has_stopped() {
     other.cancel.cancel();
     other.task.await.unwrap();
 }
+
+/// A follower whose every call is slow (3 to 4.5 s, so that one attempt, a read then a
+/// write, takes longer than the call timeout of 5 s) still takes over a leader cut off from
+/// the server, and only once that leader has stopped: each server call is bounded on its own,
+/// as client-go's client timeout bounds each request, not the attempt as a whole.
+#[tokio::test(start_paused = true)]
+async fn a_slow_follower_takes_over_a_cut_off_leader_only_after_it_stopped() {
+    for delay_ms in [3_000, 3_500, 4_000, 4_500] {
+        let lease = FakeLease::new("ns/l");
+        let history: History = Arc::default();
+        let leader = candidate(&lease, "leader", false, &history);
+        let first = current_term(&history).await;
+        lease.delay("follower", Duration::from_millis(delay_ms));
+        let follower = candidate(&lease, "follower", false, &history);
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        // Cut just after one of the leader's renewals.
+        let renewals = lease.holders().len();
+        while lease.holders().len() == renewals {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        lease.cut("leader", true);
+        let takeover = async {
+            loop {
+                let t = current_term(&history).await;
+                if t.identity == "follower" {
+                    return t;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        };
+        let next = tokio::time::timeout(Duration::from_secs(120), takeover)
+            .await
+            .unwrap_or_else(|_| panic!("delay {delay_ms} ms: the follower never took over"));
+        let stopped = history.lock().unwrap()[0]
+            .stopped
+            .expect("the leader stopped");
+        assert_eq!(first.identity, "leader");
+        assert!(
+            next.started > stopped,
+            "delay {delay_ms} ms: two leaders at once"
+        );
+        for c in [leader, follower] {
+            c.cancel.cancel();
+            c.task.await.unwrap();
+        }
+    }
+}
