@@ -2,6 +2,7 @@
 //! [`HttpListerWatcher`](crate::HttpListerWatcher) built from it.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use http::{Request, Response, StatusCode};
 
 use crate::auth::Authenticator;
 use crate::config::userinfo;
+use crate::transport::deadline::within;
 use crate::transport::response::error_status;
 use crate::transport::tls::CertSlot;
 use crate::transport::{HyperTransport, ResponseBody, Transport};
@@ -222,6 +224,37 @@ impl Client {
             }
             return Err(kcache_reflector::Error::api(error_status(response).await));
         }
+    }
+
+    /// One exchange with the server, as every list, watch and object call makes it: a
+    /// credential is made ready ([`ready_credentials`](Self::ready_credentials), outside the
+    /// bound, so an exec plugin's run is bounded by its own timeout, which names it), then
+    /// `request` is [sent](Self::send_with) and the 2xx answer's body handed to `read`, the
+    /// sending and the reading together bounded by `timeout`.
+    ///
+    /// `read` decides what is bounded: reading the whole body (a list, an object), or only
+    /// waiting for the answer's head (a watch, whose `read` returns the body as it is).
+    ///
+    /// # Errors
+    ///
+    /// Those of [`send`](Self::send) and `read`'s, or
+    /// [`Timeout`](kcache_reflector::Error::Timeout) past `timeout`.
+    pub(crate) async fn exchange<R, F, Fut>(
+        &self,
+        request: Request<Bytes>,
+        timeout: Duration,
+        read: F,
+    ) -> Result<R, kcache_reflector::Error>
+    where
+        F: FnOnce(ResponseBody) -> Fut,
+        Fut: Future<Output = Result<R, kcache_reflector::Error>>,
+    {
+        let credential = self.ready_credentials().await?;
+        within(timeout, async {
+            let response = self.send_with(request, Some(credential)).await?;
+            read(response.into_body()).await
+        })
+        .await
     }
 }
 

@@ -1,28 +1,43 @@
 //! [`HttpLeaseLock`]: leader election's [`LeaseLock`] over a `coordination.k8s.io/v1` Lease,
 //! read and written through an [`ObjectClient`]; the [`LeaseRecord`] is mapped to and from the
-//! Lease's `spec` by hand, so no k8s-openapi type is needed.
+//! Lease's `spec` JSON by [`LeaseRecord::from_spec`] and [`LeaseRecord::write_spec`], so no
+//! k8s-openapi type is needed.
 
 use std::fmt;
 use std::sync::{Mutex, PoisonError};
 
-use kcache_reflector::{DecodeError, Error, LeaseLock, LeaseRecord, ObjectRef, VersionedLease};
+use kcache_reflector::reason::{CONFLICT, NOT_FOUND};
+use kcache_reflector::{
+    DecodeError, Error, LeaseLock, LeaseRecord, ObjectRef, Status, StatusDetails, VersionedLease,
+};
 use kcache_store::{DynamicObject, Object};
 use serde_json::{Map, Value};
 
+use crate::transport::path_segment::check_name;
 use crate::{ApiResource, Client, ObjectClient};
 
 /// The API version of the Leases written.
 const LEASE_API_VERSION: &str = "coordination.k8s.io/v1";
+/// How the API server's messages name the Lease resource.
+const LEASES: &str = "leases.coordination.k8s.io";
 
 /// A [`LeaseLock`] on the Lease `name` in `namespace`: what leader election in
 /// `kcache-informer` runs on over HTTP (client-go's `resourcelock.LeaseLock`).
 ///
 /// `update` replaces the Lease with `metadata.resourceVersion` set to the version the caller
 /// read, so the server answers 409 `Conflict` ([`Error::is_conflict`]) when another candidate
-/// wrote it in between. It starts from the Lease as this lock last read or wrote it (or reads
-/// it again when the version given is another one), and changes only the five fields of the
-/// record in its `spec`: labels, annotations, owner references and other `spec` fields
-/// (`preferredHolder`, `strategy`) are kept.
+/// wrote it in between. It starts from the Lease as this lock last read or wrote it, and
+/// changes only the five fields of the record in its `spec`: labels, annotations, owner
+/// references and other `spec` fields (`preferredHolder`, `strategy`) are kept. When the
+/// version given is not the one this lock last saw, it reads the Lease again first; if that
+/// read shows another version than the caller's, the replace could only fail, so none is
+/// sent: `update` returns the 409 `Conflict` the server would have (built here, without a
+/// request), or its 404 `NotFound` when the Lease is gone.
+///
+/// `get` returns `None` only for the server's `NotFound` for this Lease: a server that does
+/// not serve Leases is an error (see [`ObjectClient::get`]). A name that cannot be one URL
+/// path segment (empty, `.`, `..`, with `/` or `%`) makes every call fail with
+/// [`Error::Transport`] before anything is sent, as [`ObjectClient`]'s calls do.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -129,6 +144,9 @@ impl LeaseLock for HttpLeaseLock {
     }
 
     async fn create(&self, record: &LeaseRecord) -> Result<VersionedLease, Error> {
+        // A create names the object in its body, not its URL: the name is checked as the
+        // other calls' URLs check it.
+        check_name(&self.name).map_err(Error::transport)?;
         let mut lease = self.blank();
         write_record(&mut lease, record);
         let created = self.leases.create(&lease).await?;
@@ -140,16 +158,16 @@ impl LeaseLock for HttpLeaseLock {
         current: &VersionedLease,
         record: &LeaseRecord,
     ) -> Result<VersionedLease, Error> {
-        let base = self.last_at(&current.resource_version);
-        let mut lease = match base {
+        let mut lease = match self.last_at(&current.resource_version) {
             Some(lease) => lease,
-            // Another version than this lock saw: the server's copy keeps what is not ours
-            // (still conditional on `current`, so a newer one fails with a conflict).
-            None => self
-                .leases
-                .get(&self.name)
-                .await?
-                .unwrap_or_else(|| self.blank()),
+            // Another version than this lock saw: the server's copy keeps what is not ours,
+            // if it is still at `current`; at any other version (or gone) the replace, being
+            // conditional on `current`, is doomed, so it is not sent.
+            None => match self.leases.get(&self.name).await? {
+                Some(fresh) if fresh.resource_version() == Some(&current.resource_version) => fresh,
+                Some(_) => return Err(self.conflict()),
+                None => return Err(self.not_found()),
+            },
         };
         lease.metadata.resource_version = Some(current.resource_version.clone());
         write_record(&mut lease, record);
@@ -158,66 +176,77 @@ impl LeaseLock for HttpLeaseLock {
     }
 }
 
+impl HttpLeaseLock {
+    /// The 409 `Conflict` the server answers a replace of this Lease from a version it is no
+    /// longer at, in its words, built here so that no doomed request is sent.
+    fn conflict(&self) -> Error {
+        self.failure(
+            409,
+            CONFLICT,
+            &format!(
+                "Operation cannot be fulfilled on {LEASES} \"{}\": the object has been \
+                 modified; please apply your changes to the latest version and try again",
+                self.name
+            ),
+        )
+    }
+
+    /// The 404 `NotFound` the server answers a replace of this Lease once it is gone, built
+    /// here as [`conflict`](Self::conflict) is.
+    fn not_found(&self) -> Error {
+        self.failure(
+            404,
+            NOT_FOUND,
+            &format!("{LEASES} \"{}\" not found", self.name),
+        )
+    }
+
+    /// An [`Error::Api`] with a failure `Status` naming this Lease in its details, as the API
+    /// server's `apierrors` make them.
+    fn failure(&self, code: u16, reason: &str, message: &str) -> Error {
+        let mut status = Status::failure(code, reason, message);
+        status.details = Some(StatusDetails {
+            name: Some(self.name.clone()),
+            group: Some("coordination.k8s.io".to_owned()),
+            kind: Some("leases".to_owned()),
+            ..StatusDetails::default()
+        });
+        Error::api(status)
+    }
+}
+
 /// The record and resource version of `lease`.
 fn versioned(lease: &DynamicObject) -> Result<VersionedLease, Error> {
-    let invalid = |reason: &str| {
-        let object = ObjectRef::new(
+    let object = || {
+        Some(ObjectRef::new(
             lease.namespace(),
             lease.name().unwrap_or_default(),
             lease.resource_version().unwrap_or_default(),
-        );
-        Error::decode(DecodeError::new("lease", reason).with_object(Some(object)))
+        ))
     };
     let resource_version = lease
         .resource_version()
         .filter(|rv| !rv.is_empty())
-        .ok_or_else(|| invalid("it has no metadata.resourceVersion"))?
+        .ok_or_else(|| {
+            Error::decode(
+                DecodeError::new("lease", "it has no metadata.resourceVersion")
+                    .with_object(object()),
+            )
+        })?
         .to_owned();
-    let record = match lease.data.get("spec") {
-        None | Some(Value::Null) => LeaseRecord::default(),
-        Some(Value::Object(spec)) => read_record(spec)
-            .map_err(|field| invalid(&format!("spec.{field} is not of the type a Lease has")))?,
-        Some(_) => return Err(invalid("spec is not an object")),
-    };
+    let spec = lease.data.get("spec").unwrap_or(&Value::Null);
+    let record = LeaseRecord::from_spec(spec).map_err(|e| match e {
+        Error::Decode(d) => Error::decode(d.with_object(object())),
+        other => other,
+    })?;
     Ok(VersionedLease {
         record,
         resource_version,
     })
 }
 
-/// The record in a Lease's `spec`; `Err` names the first field of the wrong type.
-fn read_record(spec: &Map<String, Value>) -> Result<LeaseRecord, &'static str> {
-    fn string(
-        spec: &Map<String, Value>,
-        field: &'static str,
-    ) -> Result<Option<String>, &'static str> {
-        match spec.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(field),
-        }
-    }
-    fn int(spec: &Map<String, Value>, field: &'static str) -> Result<Option<i32>, &'static str> {
-        match spec.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => v
-                .as_i64()
-                .and_then(|n| i32::try_from(n).ok())
-                .map(Some)
-                .ok_or(field),
-        }
-    }
-    let mut record = LeaseRecord::default();
-    record.holder_identity = string(spec, "holderIdentity")?;
-    record.lease_duration_seconds = int(spec, "leaseDurationSeconds")?;
-    record.acquire_time = string(spec, "acquireTime")?;
-    record.renew_time = string(spec, "renewTime")?;
-    record.lease_transitions = int(spec, "leaseTransitions")?;
-    Ok(record)
-}
-
-/// Writes `record` into `lease`'s `spec`, keeping its other fields; a field the record does
-/// not set is removed.
+/// Writes `record` into `lease`'s `spec` ([`LeaseRecord::write_spec`]: its other fields are
+/// kept), making `spec` an object first if it is not one.
 fn write_record(lease: &mut DynamicObject, record: &LeaseRecord) {
     let spec = lease
         .data
@@ -226,31 +255,9 @@ fn write_record(lease: &mut DynamicObject, record: &LeaseRecord) {
     if !spec.is_object() {
         *spec = Value::Object(Map::new());
     }
-    let Value::Object(spec) = spec else {
-        return;
-    };
-    let mut set = |field: &str, value: Option<Value>| match value {
-        Some(v) => {
-            spec.insert(field.to_owned(), v);
-        }
-        None => {
-            spec.remove(field);
-        }
-    };
-    set(
-        "holderIdentity",
-        record.holder_identity.clone().map(Value::from),
-    );
-    set(
-        "leaseDurationSeconds",
-        record.lease_duration_seconds.map(Value::from),
-    );
-    set("acquireTime", record.acquire_time.clone().map(Value::from));
-    set("renewTime", record.renew_time.clone().map(Value::from));
-    set(
-        "leaseTransitions",
-        record.lease_transitions.map(Value::from),
-    );
+    if let Value::Object(spec) = spec {
+        record.write_spec(spec);
+    }
 }
 
 #[cfg(test)]

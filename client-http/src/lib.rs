@@ -22,10 +22,12 @@
 //!   every non-2xx answer is an `Api` error with the server's `Status` (or one made from a text
 //!   body), so 410, 429 and `Retry-After` work.
 //! - [`ObjectClient`]: the few writes controllers need, over the same client, credentials,
-//!   errors and size limits: `get` (a 404 is `None`), `create`, `replace` (the object's
-//!   `resourceVersion` is the precondition), `patch` ([`Patch`]: JSON merge, JSON patch,
-//!   server-side apply) and `delete` (with [`Preconditions`]). A lost optimistic write is an
-//!   `Api` error whose [`is_conflict`](kcache_reflector::Error::is_conflict) is true.
+//!   errors and size limits: `get` (the server's `NotFound` for the object is `None`), `create`,
+//!   `replace` (the object's `resourceVersion` is the precondition), `patch` ([`Patch`]: JSON
+//!   merge, JSON patch, server-side apply) and `delete` (with [`Preconditions`]). A lost
+//!   optimistic write is an `Api` error whose
+//!   [`is_conflict`](kcache_reflector::Error::is_conflict) is true; a create of a taken name,
+//!   one whose [`is_already_exists`](kcache_reflector::Error::is_already_exists) is.
 //! - [`HttpLeaseLock`]: leader election's [`LeaseLock`](kcache_reflector::LeaseLock) over a
 //!   `coordination.k8s.io/v1` Lease, without k8s-openapi.
 //!

@@ -205,31 +205,27 @@ where
     async fn list(&self, opts: &ListOptions) -> Result<ObjectList<T>, Error> {
         let request =
             get(&self.url(opts, false), self.client.user_agent()).map_err(Error::transport)?;
-        let credential = self.client.ready_credentials().await?;
-        let work = async {
-            let response = self.client.send_with(request, Some(credential)).await?;
-            // Decoded as it arrives: the body is never held whole beside its objects.
-            self.decoding.list(response.into_body()).await
-        };
-        tokio::time::timeout(self.client.list_timeout(), work)
+        // Decoded as it arrives: the body is never held whole beside its objects.
+        self.client
+            .exchange(request, self.client.list_timeout(), |body| {
+                self.decoding.list(body)
+            })
             .await
-            .map_err(|_| Error::Timeout)?
     }
 
     async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<T>, Error> {
         let request =
             get(&self.url(opts, true), self.client.user_agent()).map_err(Error::transport)?;
-        let credential = self.client.ready_credentials().await?;
         // Only opening the watch is bounded; the stream itself lasts as long as the server
         // keeps it, with a guard a little past `timeoutSeconds`.
-        let response = tokio::time::timeout(
-            self.client.list_timeout(),
-            self.client.send_with(request, Some(credential)),
-        )
-        .await
-        .map_err(|_| Error::Timeout)??;
+        let body = self
+            .client
+            .exchange(request, self.client.list_timeout(), |body| {
+                std::future::ready(Ok(body))
+            })
+            .await?;
         let guard = watch_guard(opts.timeout_seconds, self.client.watch_timeout_slack());
-        Ok(self.decoding.watch(response.into_body(), guard))
+        Ok(self.decoding.watch(body, guard))
     }
 
     /// `plural` or `plural.group` (`pods`, `deployments.apps`), for the reflector's logs.

@@ -100,10 +100,16 @@ impl Error {
         self.status().is_some_and(Status::is_gone)
     }
 
-    /// A 409: the object changed since it was read (`Conflict`), or already exists
-    /// (`AlreadyExists`): an optimistic write lost ([`Status::is_conflict`]).
+    /// A 409 `Conflict`: the object changed since it was read, an optimistic write lost
+    /// ([`Status::is_conflict`]). A create whose name is taken is
+    /// [`is_already_exists`](Self::is_already_exists) instead.
     pub fn is_conflict(&self) -> bool {
         self.status().is_some_and(Status::is_conflict)
+    }
+
+    /// A 409 `AlreadyExists`: a create found the name taken ([`Status::is_already_exists`]).
+    pub fn is_already_exists(&self) -> bool {
+        self.status().is_some_and(Status::is_already_exists)
     }
 
     /// A 404: the object does not exist ([`Status::is_not_found`]).

@@ -1,6 +1,6 @@
 //! [`LeaseLock`]: the lock leader election takes on the API server, a `coordination.k8s.io/v1`
 //! Lease read and written with the server's optimistic concurrency, and [`LeaseRecord`], what
-//! the election keeps in it.
+//! the election keeps in it (mapped to and from the Lease's `spec` JSON in `lease_spec`).
 //!
 //! It lives beside [`ListerWatcher`](crate::ListerWatcher): both are what kcache asks of an API
 //! server, so an HTTP backend implements both and the election (in `kcache-informer`) sees only
@@ -11,7 +11,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::Error;
 
 /// The election's state in a Lease's `spec` (client-go's `LeaderElectionRecord`): who holds
-/// it, for how long, and how often it changed hands. Times are in the API's micro-time
+/// it, for how long, and how often it changed hands. [`from_spec`](Self::from_spec) and
+/// [`write_spec`](Self::write_spec) map it to and from the `spec` JSON. Times are in the API's micro-time
 /// format ([`micro_time`]); the election never reads them back (it measures expiry on its own
 /// clock, from when it saw the record change), so clock skew between replicas does not matter.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -70,7 +71,8 @@ pub struct VersionedLease {
 pub trait LeaseLock: Send + Sync {
     /// `namespace/name` of the Lease, for logs.
     fn describe(&self) -> String;
-    /// The Lease, or `None` if it does not exist (a 404).
+    /// The Lease, or `None` if it does not exist (the server's 404 `NotFound` for that
+    /// Lease; a server that does not serve Leases at all is an error, not `None`).
     ///
     /// # Errors
     ///
@@ -81,7 +83,7 @@ pub trait LeaseLock: Send + Sync {
     /// # Errors
     ///
     /// A 409 `AlreadyExists` when another candidate created it first
-    /// ([`Error::is_conflict`]); the server's error or the transport's.
+    /// ([`Error::is_already_exists`]); the server's error or the transport's.
     async fn create(&self, record: &LeaseRecord) -> Result<VersionedLease, Error>;
     /// Replaces the Lease's record, on the condition that it is still at
     /// `current.resource_version`.

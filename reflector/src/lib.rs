@@ -59,6 +59,7 @@ mod decode_error;
 mod error;
 mod error_chain;
 mod lease;
+mod lease_spec;
 mod lister_watcher;
 pub mod metrics;
 mod object_list;

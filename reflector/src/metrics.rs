@@ -22,6 +22,13 @@
 //! [built](crate::ReflectorBuilder::build): install the application's recorder first (as
 //! client-go's `SetProvider` applies only to what is created after it). With no recorder every
 //! update is a no-op.
+//!
+//! The `name` label must be unique among the reflectors (and informers) of a program: two with
+//! the same name share every series, so their counters add up and their gauges overwrite each
+//! other. The default name is the resource, so two reflectors (or informers) of one resource,
+//! with different selectors or namespaces say, must each be given a
+//! [name](crate::ReflectorBuilder::name) of their own. Nothing checks this (there is no
+//! registry of names).
 
 use metrics::{Counter, Gauge, Histogram};
 
@@ -125,7 +132,8 @@ pub fn resource_version_value(rv: &str) -> Option<f64> {
     Some(n as f64)
 }
 
-/// The handles of one reflector's metrics, registered once when it is built.
+/// The handles of one reflector's metrics that the reflector updates itself, registered once
+/// when it is built.
 #[derive(Debug, Clone)]
 pub(crate) struct ReflectorMetrics {
     pub(crate) lists: Counter,
@@ -133,26 +141,38 @@ pub(crate) struct ReflectorMetrics {
     pub(crate) list_duration: Histogram,
     pub(crate) relists: Counter,
     pub(crate) watches: Counter,
-    pub(crate) watch_errors: Counter,
     pub(crate) events: Counter,
-    pub(crate) decode_errors: Counter,
     pub(crate) last_resource_version: Gauge,
 }
 
+/// The handles of one reflector's error counters, registered with the others and moved into
+/// its reporter, which alone counts errors.
+#[derive(Debug)]
+pub(crate) struct ErrorCounters {
+    /// [`WATCH_ERRORS_TOTAL`].
+    pub(crate) watch_errors: Counter,
+    /// [`DECODE_ERRORS_TOTAL`].
+    pub(crate) decode_errors: Counter,
+}
+
 impl ReflectorMetrics {
-    /// Registers the metrics of the reflector `name` with the recorder in place.
-    pub(crate) fn new(name: &str) -> Self {
-        Self {
+    /// Registers the metrics of the reflector `name` with the recorder in place: the handles
+    /// the reflector updates, and the error counters for its reporter.
+    pub(crate) fn new(name: &str) -> (Self, ErrorCounters) {
+        let metrics = Self {
             lists: metrics::counter!(LISTS_TOTAL, NAME_LABEL => name.to_owned()),
             list_errors: metrics::counter!(LIST_ERRORS_TOTAL, NAME_LABEL => name.to_owned()),
             list_duration: metrics::histogram!(LIST_DURATION_SECONDS, NAME_LABEL => name.to_owned()),
             relists: metrics::counter!(RELISTS_TOTAL, NAME_LABEL => name.to_owned()),
             watches: metrics::counter!(WATCHES_TOTAL, NAME_LABEL => name.to_owned()),
-            watch_errors: metrics::counter!(WATCH_ERRORS_TOTAL, NAME_LABEL => name.to_owned()),
             events: metrics::counter!(EVENTS_TOTAL, NAME_LABEL => name.to_owned()),
-            decode_errors: metrics::counter!(DECODE_ERRORS_TOTAL, NAME_LABEL => name.to_owned()),
             last_resource_version: metrics::gauge!(LAST_RESOURCE_VERSION, NAME_LABEL => name.to_owned()),
-        }
+        };
+        let errors = ErrorCounters {
+            watch_errors: metrics::counter!(WATCH_ERRORS_TOTAL, NAME_LABEL => name.to_owned()),
+            decode_errors: metrics::counter!(DECODE_ERRORS_TOTAL, NAME_LABEL => name.to_owned()),
+        };
+        (metrics, errors)
     }
 
     /// Sets the [`LAST_RESOURCE_VERSION`] gauge to `rv`, when it reads as a number.

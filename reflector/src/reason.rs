@@ -15,6 +15,13 @@ pub const INTERNAL_ERROR: &str = "InternalError";
 pub const INVALID: &str = "Invalid";
 /// The reason of a bad request (400).
 pub const BAD_REQUEST: &str = "BadRequest";
+/// The reason of a missing object (404), or of a path the server does not serve.
+pub const NOT_FOUND: &str = "NotFound";
+/// The reason of a write that lost to another (409): a stale resource version or a failed
+/// precondition.
+pub const CONFLICT: &str = "Conflict";
+/// The reason of a create whose name is taken (409).
+pub const ALREADY_EXISTS: &str = "AlreadyExists";
 /// The cause type of a resource version newer than the server has seen.
 pub const CAUSE_RESOURCE_VERSION_TOO_LARGE: &str = "ResourceVersionTooLarge";
 /// The message text that marks a too large resource version.

@@ -12,6 +12,7 @@ use kcache_store::ObjectKey;
 use metrics::Counter;
 use tokio::time::Instant;
 
+use crate::metrics::ErrorCounters;
 use crate::{DecodeError, Error, ErrorChain};
 
 /// At most this many WARN lines of one kind (list/watch failures, undecodable objects) per
@@ -75,13 +76,11 @@ pub(crate) struct Reporter {
 }
 
 impl Reporter {
-    /// A reporter telling the hooks, counting into `errors_metric` and `decode_errors_metric`
-    /// too.
+    /// A reporter telling the hooks, counting into the reflector's error `counters` too.
     pub(crate) fn new(
         watch_error_hook: Option<ErrorHook>,
         decode_error_hook: Option<ErrorHook>,
-        errors_metric: Counter,
-        decode_errors_metric: Counter,
+        counters: ErrorCounters,
     ) -> Self {
         Self {
             watch_error_hook,
@@ -89,8 +88,8 @@ impl Reporter {
             state: Mutex::new(State::default()),
             errors: AtomicU64::new(0),
             decode_errors: AtomicU64::new(0),
-            errors_metric,
-            decode_errors_metric,
+            errors_metric: counters.watch_errors,
+            decode_errors_metric: counters.decode_errors,
         }
     }
 
@@ -202,8 +201,10 @@ mod tests {
             Some(Arc::new(move |e: &Error| {
                 s.lock().unwrap().push(e.to_string());
             })),
-            Counter::noop(),
-            Counter::noop(),
+            ErrorCounters {
+                watch_errors: Counter::noop(),
+                decode_errors: Counter::noop(),
+            },
         );
         let d = |rv: &str| {
             DecodeError::new("list item 0", "bad").with_object(Some(crate::ObjectRef::new(

@@ -6,9 +6,33 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::reason::{
-    CAUSE_RESOURCE_VERSION_TOO_LARGE, EXPIRED, GONE, INTERNAL_ERROR, TIMEOUT,
-    TOO_LARGE_RESOURCE_VERSION_MESSAGE, TOO_MANY_REQUESTS,
+    ALREADY_EXISTS, CAUSE_RESOURCE_VERSION_TOO_LARGE, CONFLICT, EXPIRED, GONE, INTERNAL_ERROR,
+    NOT_FOUND, TIMEOUT, TOO_LARGE_RESOURCE_VERSION_MESSAGE, TOO_MANY_REQUESTS,
 };
+
+/// The reasons client-go's `apierrors` knows (its `knownReasons`): a status with one of these
+/// is judged by its reason alone, one with another (or none) by its code too.
+const KNOWN_REASONS: &[&str] = &[
+    "Unauthorized",
+    "Forbidden",
+    NOT_FOUND,
+    ALREADY_EXISTS,
+    CONFLICT,
+    GONE,
+    "Invalid",
+    "ServerTimeout",
+    "StorageReadError",
+    TIMEOUT,
+    TOO_MANY_REQUESTS,
+    "BadRequest",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "RequestEntityTooLarge",
+    "UnsupportedMediaType",
+    INTERNAL_ERROR,
+    EXPIRED,
+    "ServiceUnavailable",
+];
 
 /// `metav1.Status`: what the API server answers on an error, and the object of a watch `ERROR` event.
 ///
@@ -175,15 +199,29 @@ impl Status {
         self.reason.as_deref() == Some(reason)
     }
 
-    /// A 409: code 409, or reason `Conflict` or `AlreadyExists` (client-go's `IsConflict` and
-    /// `IsAlreadyExists`).
+    /// Whether the reason is one client-go knows ([`KNOWN_REASONS`]).
+    fn has_known_reason(&self) -> bool {
+        self.reason
+            .as_deref()
+            .is_some_and(|r| KNOWN_REASONS.contains(&r))
+    }
+
+    /// A lost write: reason `Conflict` (the resource version given as a precondition is stale,
+    /// or another precondition failed), or code 409 without a reason client-go knows (client-go's
+    /// `IsConflict`). Not a create whose name is taken: that 409 is
+    /// [`is_already_exists`](Self::is_already_exists).
     pub fn is_conflict(&self) -> bool {
-        self.code == Some(409) || self.has_reason("Conflict") || self.has_reason("AlreadyExists")
+        self.has_reason(CONFLICT) || (self.code == Some(409) && !self.has_known_reason())
+    }
+
+    /// Reason `AlreadyExists`: a create whose name is taken (client-go's `IsAlreadyExists`).
+    pub fn is_already_exists(&self) -> bool {
+        self.has_reason(ALREADY_EXISTS)
     }
 
     /// A 404: code 404 or reason `NotFound` (client-go's `IsNotFound`).
     pub fn is_not_found(&self) -> bool {
-        self.code == Some(404) || self.has_reason("NotFound")
+        self.code == Some(404) || self.has_reason(NOT_FOUND)
     }
 
     /// Reason `Expired` (client-go's `IsResourceExpired`): what the pager's full-list fallback keys on.
@@ -285,6 +323,22 @@ mod tests {
         assert!(by_message.is_too_large_rv());
         assert!(!Status::failure(504, TIMEOUT, "slow").is_too_large_rv());
         assert!(!Status::failure(500, "X", "Too large resource version").is_too_large_rv());
+    }
+
+    #[test]
+    fn conflicts_and_taken_names_are_told_apart() {
+        let conflict = Status::failure(409, CONFLICT, "the object has been modified");
+        assert!(conflict.is_conflict() && !conflict.is_already_exists());
+        let taken = Status::failure(409, ALREADY_EXISTS, "already exists");
+        assert!(taken.is_already_exists() && !taken.is_conflict());
+        // A 409 without a reason client-go knows is a conflict; a reason alone decides too.
+        assert!(Status::failure(409, "SomethingNew", "x").is_conflict());
+        let mut bare = Status::failure(409, "", "x");
+        bare.reason = None;
+        assert!(bare.is_conflict() && !bare.is_already_exists());
+        assert!(Status::failure(0, CONFLICT, "x").is_conflict());
+        assert!(!Status::failure(409, "Invalid", "x").is_conflict());
+        assert!(!Status::internal_error("x").is_conflict());
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::config::{DEFAULT_LIST_TIMEOUT, DEFAULT_WATCH_TIMEOUT_SLACK};
 use crate::decode::response::{Decoding, watch_guard};
 use crate::kube::error_from_kube;
 use crate::transport::ResponseBody;
+use crate::transport::deadline::within;
 use crate::transport::request::{ACCEPT_JSON, push_query, resource_name};
 use crate::transport::response::error_status;
 
@@ -244,23 +245,19 @@ where
 {
     async fn list(&self, opts: &ListOptions) -> Result<ObjectList<T>, Error> {
         let request = self.request(opts, false)?;
-        let work = async {
+        within(self.list_timeout, async {
             let body = self.send(request).await?;
             // Decoded as it arrives: the body is never held whole beside its objects.
             self.decoding.list(body).await
-        };
-        tokio::time::timeout(self.list_timeout, work)
-            .await
-            .map_err(|_| Error::Timeout)?
+        })
+        .await
     }
 
     async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<T>, Error> {
         let request = self.request(opts, true)?;
         // Only opening the watch is bounded; the stream itself lasts as long as the server
         // keeps it, with a guard a little past `timeoutSeconds`.
-        let body = tokio::time::timeout(self.list_timeout, self.send(request))
-            .await
-            .map_err(|_| Error::Timeout)??;
+        let body = within(self.list_timeout, self.send(request)).await?;
         let guard = watch_guard(opts.timeout_seconds, self.watch_timeout_slack);
         Ok(self.decoding.watch(body, guard))
     }

@@ -41,21 +41,12 @@ use crate::Error;
 ///
 /// # Errors
 ///
-/// [`Error::Selector`] when a requirement is `key>n` or `key<n`.
+/// [`Error::Selector`] (naming the whole selector) when a requirement is `key>n` or `key<n`.
 pub fn to_kube_selector(selector: &Selector) -> Result<KubeSelector, Error> {
     selector
         .requirements()
         .iter()
-        .map(|r| {
-            to_kube_expression(r).map_err(|e| match e {
-                Error::Selector { reason, .. } => Error::Selector {
-                    selector: selector.to_string(),
-                    reason,
-                    source: None,
-                },
-                other => other,
-            })
-        })
+        .map(|r| expression(r).map_err(|symbol| unsupported(selector.to_string(), symbol)))
         .collect()
 }
 
@@ -65,6 +56,12 @@ pub fn to_kube_selector(selector: &Selector) -> Result<KubeSelector, Error> {
 ///
 /// [`Error::Selector`] when it is `key>n` or `key<n`.
 pub fn to_kube_expression(requirement: &Requirement) -> Result<Expression, Error> {
+    expression(requirement).map_err(|symbol| unsupported(requirement.to_string(), symbol))
+}
+
+/// `requirement` as an [`Expression`], or the operator kube-rs cannot express, as the error
+/// message names it (`` `>` ``).
+fn expression(requirement: &Requirement) -> Result<Expression, &'static str> {
     let key = requirement.key().to_owned();
     let values = requirement.values();
     let first = || values.first().cloned().unwrap_or_default();
@@ -75,19 +72,19 @@ pub fn to_kube_expression(requirement: &Requirement) -> Result<Expression, Error
         Operator::NotIn => Expression::NotIn(key, values.iter().cloned().collect()),
         Operator::Exists => Expression::Exists(key),
         Operator::DoesNotExist => Expression::DoesNotExist(key),
-        operator => {
-            let symbol = match operator {
-                Operator::GreaterThan => "`>`",
-                Operator::LessThan => "`<`",
-                _ => "this operator",
-            };
-            return Err(Error::Selector {
-                selector: requirement.to_string(),
-                reason: format!("kube-rs label selectors have no {symbol}"),
-                source: None,
-            });
-        }
+        Operator::GreaterThan => return Err("`>`"),
+        Operator::LessThan => return Err("`<`"),
+        _ => return Err("this operator"),
     })
+}
+
+/// The [`Error::Selector`] of `selector` (its text), whose operator `symbol` kube-rs lacks.
+fn unsupported(selector: String, symbol: &str) -> Error {
+    Error::Selector {
+        selector,
+        reason: format!("kube-rs label selectors have no {symbol}"),
+        source: None,
+    }
 }
 
 /// kube-rs's selector as kcache's, read with the Kubernetes grammar (its requirements come out

@@ -1,6 +1,7 @@
 //! The transport seam: [`Transport`] sends one HTTP request, [`HyperTransport`] is the default,
-//! over `connector` (TCP, proxies from `proxy`, TLS from `tls`); `request` builds the list and
-//! watch requests and `response` turns error answers into a `Status`.
+//! over `connector` (TCP, proxies from `proxy`, TLS from `tls`); `request` builds the list,
+//! watch and object requests (object names checked by `path_segment`), `response` turns error
+//! answers into a `Status`, and `deadline` bounds a request by a timeout.
 //!
 //! Everything above it (authentication, error mapping, decoding, the reflector and the informer)
 //! is independent of the HTTP stack. To use another one (a proxy-aware client, a test double, a
@@ -10,6 +11,8 @@
 //! its protocol needs, follows no redirects, and returns every response, whatever its status.
 
 pub(crate) mod connector;
+pub(crate) mod deadline;
+pub(crate) mod path_segment;
 pub(crate) mod proxy;
 pub(crate) mod request;
 pub(crate) mod response;

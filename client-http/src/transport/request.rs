@@ -10,6 +10,7 @@ use kcache_reflector::ListOptions;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::ApiResource;
+use crate::transport::path_segment::{InvalidName, check_name};
 
 /// The `Accept` header of every request: JSON only. No `Accept-Encoding` is sent: watch-list
 /// responses would be multi-member gzip (one member per flush) and list bodies are decoded from
@@ -46,6 +47,26 @@ pub(crate) fn resource_name(plural: &str, group: &str) -> String {
     }
 }
 
+/// `base` (the server URL, which may carry a path prefix) and the path of `resource`'s
+/// collection in `namespace` (ignored for cluster-scoped resources), without a query: the
+/// start of every URL built here.
+fn resource_url(base: &str, resource: &ApiResource, namespace: Option<&str>) -> String {
+    let mut url = String::with_capacity(128);
+    url.push_str(base.trim_end_matches('/'));
+    url.push_str(&resource.collection_path(namespace));
+    url
+}
+
+/// Appends the query parameter `name=value` to `url`, the value encoded: after `sep`, which
+/// becomes `&` for the next one (start with `?`).
+fn push_param(url: &mut String, sep: &mut char, name: &str, value: &str) {
+    url.push(*sep);
+    *sep = '&';
+    url.push_str(name);
+    url.push('=');
+    encode_query_value(url, value);
+}
+
 /// The full URL of a list (`watch == false`) or watch request on `base` (the server URL, which
 /// may carry a path prefix).
 pub(crate) fn collection_url(
@@ -55,9 +76,7 @@ pub(crate) fn collection_url(
     opts: &ListOptions,
     watch: bool,
 ) -> String {
-    let mut url = String::with_capacity(128);
-    url.push_str(base.trim_end_matches('/'));
-    url.push_str(&resource.collection_path(namespace));
+    let mut url = resource_url(base, resource, namespace);
     push_query(&mut url, opts, watch);
     url
 }
@@ -68,48 +87,44 @@ pub(crate) fn collection_url(
 pub(crate) fn push_query(url: &mut String, opts: &ListOptions, watch: bool) {
     let mut sep = '?';
     if watch {
-        url.push_str("?watch=1");
-        sep = '&';
+        push_param(url, &mut sep, "watch", "1");
     }
     for (name, value) in opts.to_query() {
         // A watch has no pages: `limit` and `continue` mean nothing there.
         if watch && matches!(name, "limit" | "continue") {
             continue;
         }
-        url.push(sep);
-        sep = '&';
-        url.push_str(name);
-        url.push('=');
-        encode_query_value(url, &value);
+        push_param(url, &mut sep, name, &value);
     }
 }
 
 /// The full URL of the object `name` of `resource` on `base` (of its collection without a
 /// name), in `namespace` (ignored for cluster-scoped resources), the name percent-encoded as one
 /// path segment, then `params` (names as given, values encoded).
+///
+/// # Errors
+///
+/// [`InvalidName`] when `name` cannot be one path segment ([`check_name`]): empty, `.`, `..`,
+/// or with a `/` or `%`. This is the one place object names are checked, so no request is
+/// ever sent for such a name (an empty one would make the collection's URL).
 pub(crate) fn object_url(
     base: &str,
     resource: &ApiResource,
     namespace: Option<&str>,
     name: Option<&str>,
     params: &[(&str, &str)],
-) -> String {
-    let mut url = String::with_capacity(128);
-    url.push_str(base.trim_end_matches('/'));
-    url.push_str(&resource.collection_path(namespace));
+) -> Result<String, InvalidName> {
+    let mut url = resource_url(base, resource, namespace);
     if let Some(name) = name {
+        check_name(name)?;
         url.push('/');
         encode_query_value(&mut url, name);
     }
     let mut sep = '?';
     for (param, value) in params {
-        url.push(sep);
-        sep = '&';
-        url.push_str(param);
-        url.push('=');
-        encode_query_value(&mut url, value);
+        push_param(&mut url, &mut sep, param, value);
     }
-    url
+    Ok(url)
 }
 
 /// A GET request for `url` with the default headers.
@@ -199,7 +214,7 @@ mod tests {
     #[test]
     fn object_urls_encode_the_name_and_the_parameters() {
         assert_eq!(
-            object_url("http://h/", &pods(), Some("ns"), Some("web-0"), &[]),
+            object_url("http://h/", &pods(), Some("ns"), Some("web-0"), &[]).unwrap(),
             "http://h/api/v1/namespaces/ns/pods/web-0"
         );
         let leases = ApiResource::new("coordination.k8s.io", "v1", "leases", true);
@@ -208,17 +223,26 @@ mod tests {
                 "http://h",
                 &leases,
                 Some("kube-system"),
-                Some("a/b c"),
+                Some("a b:c"),
                 &[("fieldManager", "my ctl"), ("force", "true")]
-            ),
-            "http://h/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/a%2Fb%20c\
+            )
+            .unwrap(),
+            "http://h/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/a%20b%3Ac\
              ?fieldManager=my%20ctl&force=true"
         );
         let nodes = ApiResource::new("", "v1", "nodes", false);
         assert_eq!(
-            object_url("http://h", &nodes, Some("ns"), None, &[]),
+            object_url("http://h", &nodes, Some("ns"), None, &[]).unwrap(),
             "http://h/api/v1/nodes"
         );
+    }
+
+    #[test]
+    fn object_urls_refuse_names_that_are_not_one_segment() {
+        for name in ["", ".", "..", "a/b", "50%"] {
+            let e = object_url("http://h", &pods(), Some("ns"), Some(name), &[]).unwrap_err();
+            assert!(e.to_string().starts_with("invalid object name"), "{e}");
+        }
     }
 
     #[test]

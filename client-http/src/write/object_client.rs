@@ -3,10 +3,12 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, Request};
 use kcache_reflector::Error;
+use kcache_reflector::reason::NOT_FOUND;
 use kcache_store::Object;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -27,20 +29,28 @@ use crate::{ApiResource, Client, DEFAULT_MAX_EVENT_SIZE, Patch, Preconditions};
 /// k8s-openapi type, a custom resource type of your own.
 ///
 /// Each call is one request, sent with the client's credentials and bounded by
-/// [`Config::list_timeout`](crate::Config::list_timeout) ([`Error::Timeout`]); the response
-/// holds one object of at most [`max_object_size`](ObjectClientBuilder::max_object_size)
-/// bytes ([`Error::Limit`]) and is decoded whole, `managedFields` included. Nothing is retried:
-/// what to do on a conflict is the caller's decision.
+/// [`timeout`](ObjectClientBuilder::timeout) (by default the client's
+/// [`Config::list_timeout`](crate::Config::list_timeout)), past which it fails with
+/// [`Error::Timeout`]; the response holds one object of at most
+/// [`max_object_size`](ObjectClientBuilder::max_object_size) bytes ([`Error::Limit`]) and is
+/// decoded whole, `managedFields` included. Nothing is retried: what to do on a conflict is the
+/// caller's decision.
+///
+/// An object name is one URL path segment: a name that is empty, `.` or `..`, or holds a `/`
+/// or a `%` (which client-go's `IsValidPathSegmentName` refuses too) fails with
+/// [`Error::Transport`] before anything is sent. Such a name would make another URL than the
+/// object's: an empty one the collection's, where a DELETE deletes the collection.
 ///
 /// # Errors, and matching a conflict
 ///
 /// The errors are the lister-watchers' [`kcache_reflector::Error`]s. Every non-2xx answer is an
 /// [`Error::Api`] with the server's `Status`, which the helpers read: [`Error::is_conflict`] (a
-/// 409: the resource version given as a precondition is stale, or a create found the name
-/// taken), [`Error::is_not_found`] (a 404), [`Error::status`] for the rest. A failed
-/// connection, or a request that cannot be built (an object that does not serialize, a replace
-/// of an object without a name), is an [`Error::Transport`]; an answer that is not a `T`, an
-/// [`Error::Decode`] naming the field that failed (never its value).
+/// 409 `Conflict`: the resource version given as a precondition is stale, or another
+/// precondition failed), [`Error::is_already_exists`] (a 409 `AlreadyExists`: a create found
+/// the name taken), [`Error::is_not_found`] (a 404), [`Error::status`] for the rest. A failed
+/// connection, or a request that cannot be built (an object that does not serialize, an
+/// invalid name, a replace of an object without a name), is an [`Error::Transport`]; an answer
+/// that is not a `T`, an [`Error::Decode`] naming the field that failed (never its value).
 ///
 /// The optimistic-concurrency loop of a controller reads, changes and replaces, and starts
 /// again from a fresh read when it loses:
@@ -95,6 +105,7 @@ pub struct ObjectClient<T> {
     resource: ApiResource,
     namespace: String,
     max_object_size: usize,
+    timeout: Duration,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -105,6 +116,7 @@ impl<T> Clone for ObjectClient<T> {
             resource: self.resource.clone(),
             namespace: self.namespace.clone(),
             max_object_size: self.max_object_size,
+            timeout: self.timeout,
             _t: PhantomData,
         }
     }
@@ -116,6 +128,7 @@ impl<T> fmt::Debug for ObjectClient<T> {
             .field("resource", &self.resource)
             .field("namespace", &self.namespace())
             .field("max_object_size", &self.max_object_size)
+            .field("timeout", &self.timeout)
             .field("client", &self.client)
             .finish()
     }
@@ -151,6 +164,17 @@ impl<T> ObjectClientBuilder<T> {
         self
     }
 
+    /// The bound on each call, from sending the request to the last byte of the answer; past
+    /// it the call fails with [`Error::Timeout`]. The default is the client's
+    /// [`Config::list_timeout`](crate::Config::list_timeout) (60 s unless set), which suits
+    /// long lists: set a shorter one so that writes (a leader's renewal, say) fail fast
+    /// against a slow server. A credential is made ready before the bound starts (an exec
+    /// plugin's run has its own timeout).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.inner.timeout = timeout;
+        self
+    }
+
     /// The object client.
     pub fn build(self) -> ObjectClient<T> {
         self.inner
@@ -162,12 +186,14 @@ impl<T> ObjectClient<T> {
     /// [`DynamicObject`](kcache_store::DynamicObject) or a type of your own).
     pub fn builder(client: Client, resource: ApiResource) -> ObjectClientBuilder<T> {
         let namespace = client.default_namespace().to_owned();
+        let timeout = client.list_timeout();
         ObjectClientBuilder {
             inner: Self {
                 client,
                 resource,
                 namespace,
                 max_object_size: DEFAULT_MAX_EVENT_SIZE,
+                timeout,
                 _t: PhantomData,
             },
         }
@@ -189,7 +215,12 @@ impl<T> ObjectClient<T> {
     }
 
     /// The URL of object `name` (or of the collection), with `params`.
-    fn url(&self, name: Option<&str>, params: &[(&str, &str)]) -> String {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Transport`] when `name` cannot be one path segment (see
+    /// [the type's docs](Self)): nothing is sent.
+    fn url(&self, name: Option<&str>, params: &[(&str, &str)]) -> Result<String, Error> {
         object_url(
             self.client.base_url(),
             &self.resource,
@@ -197,6 +228,7 @@ impl<T> ObjectClient<T> {
             name,
             params,
         )
+        .map_err(Error::transport)
     }
 
     /// A `method` request for `url` with `body` (its content type and bytes), if any.
@@ -210,17 +242,14 @@ impl<T> ObjectClient<T> {
         request(method, url, self.client.user_agent(), body).map_err(Error::transport)
     }
 
-    /// Sends `request` and reads the whole 2xx answer, within the client's request timeout
+    /// Sends `request` and reads the whole 2xx answer, within the [timeout](ObjectClientBuilder::timeout)
     /// (a credential is made ready first, so an exec plugin's run does not count).
     async fn execute(&self, request: Request<Bytes>) -> Result<Bytes, Error> {
-        let credential = self.client.ready_credentials().await?;
-        let work = async {
-            let response = self.client.send_with(request, Some(credential)).await?;
-            read_body(response.into_body(), self.max_object_size).await
-        };
-        tokio::time::timeout(self.client.list_timeout(), work)
+        self.client
+            .exchange(request, self.timeout, |body| {
+                read_body(body, self.max_object_size)
+            })
             .await
-            .map_err(|_| Error::Timeout)?
     }
 }
 
@@ -251,20 +280,27 @@ impl<K: k8s_openapi::Resource> ObjectClient<K> {
 }
 
 impl<T: DeserializeOwned> ObjectClient<T> {
-    /// The object `name`, or `None` when the server answers 404.
+    /// The object `name`, or `None` when it does not exist.
     ///
-    /// A 404 is also what a server that does not serve the resource at all answers: `None`
-    /// then too.
+    /// Only the API server's answer for a missing object is `None`: a 404 whose body is a
+    /// `Status` with reason `NotFound` and `details.name` the name asked for (what the API
+    /// server sends, for built-in and custom resources alike). Any other 404 is an error: the
+    /// `404 page not found` text of a path nothing serves (an unknown group or version), or a
+    /// `NotFound` `Status` without that name (a resource its group does not serve), because
+    /// `None` would hide the misconfiguration (a lock on a Lease the server does not serve
+    /// would never be held, silently).
     ///
     /// # Errors
     ///
-    /// Any other non-2xx answer ([`Error::Api`]), the transport's, [`Error::Timeout`],
-    /// [`Error::Limit`], [`Error::Decode`]; see [matching errors](Self#errors-and-matching-a-conflict).
+    /// Any other non-2xx answer ([`Error::Api`]; a 404 other than the missing object's, see
+    /// above), [`Error::Transport`] for an invalid `name` (nothing is sent) or a failed
+    /// request, [`Error::Timeout`], [`Error::Limit`], [`Error::Decode`]; see
+    /// [matching errors](Self#errors-and-matching-a-conflict).
     pub async fn get(&self, name: &str) -> Result<Option<T>, Error> {
-        let request = self.request(Method::GET, &self.url(Some(name), &[]), None)?;
+        let request = self.request(Method::GET, &self.url(Some(name), &[])?, None)?;
         match self.execute(request).await {
             Ok(body) => decode(&body, "get response").map(Some),
-            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) if is_missing_object(&e, name) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -277,11 +313,12 @@ impl<T: DeserializeOwned> ObjectClient<T> {
     ///
     /// A 404 when the object does not exist (but for apply), a 409 ([`Error::is_conflict`])
     /// when a JSON patch's `test` fails or an apply without `force` meets another manager's
-    /// fields, 422 when the patched object is invalid ([`Error::Api`] for all), the
-    /// transport's, [`Error::Timeout`], [`Error::Limit`], [`Error::Decode`].
+    /// fields, 422 when the patched object is invalid ([`Error::Api`] for all),
+    /// [`Error::Transport`] for an invalid `name` (nothing is sent) or a failed request,
+    /// [`Error::Timeout`], [`Error::Limit`], [`Error::Decode`].
     pub async fn patch(&self, name: &str, patch: &Patch) -> Result<T, Error> {
+        let url = self.url(Some(name), &patch.params())?;
         let body = patch.body().map_err(Error::transport)?;
-        let url = self.url(Some(name), &patch.params());
         let request = self.request(Method::PATCH, &url, Some((patch.content_type(), body)))?;
         decode(&self.execute(request).await?, "patch response")
     }
@@ -297,13 +334,15 @@ impl<T: DeserializeOwned> ObjectClient<T> {
     ///
     /// A 404 when the object does not exist ([`Error::is_not_found`]: deleting what is already
     /// gone is often fine), a 409 when a precondition fails ([`Error::is_conflict`]), any other
-    /// non-2xx answer ([`Error::Api`]), the transport's, [`Error::Timeout`], [`Error::Limit`],
-    /// [`Error::Decode`].
+    /// non-2xx answer ([`Error::Api`]), [`Error::Transport`] for an invalid `name` (nothing is
+    /// sent: an empty name would delete the collection) or a failed request,
+    /// [`Error::Timeout`], [`Error::Limit`], [`Error::Decode`].
     pub async fn delete(
         &self,
         name: &str,
         preconditions: Option<&Preconditions>,
     ) -> Result<Option<T>, Error> {
+        let url = self.url(Some(name), &[])?;
         let body = match preconditions {
             Some(p) => Some((
                 CONTENT_TYPE_JSON,
@@ -311,7 +350,7 @@ impl<T: DeserializeOwned> ObjectClient<T> {
             )),
             None => None,
         };
-        let request = self.request(Method::DELETE, &self.url(Some(name), &[]), body)?;
+        let request = self.request(Method::DELETE, &url, body)?;
         let body = self.execute(request).await?;
         if is_status(&body) {
             return Ok(None);
@@ -327,15 +366,15 @@ impl<T: Serialize + DeserializeOwned> ObjectClient<T> {
     ///
     /// # Errors
     ///
-    /// A 409 `AlreadyExists` when the name is taken ([`Error::is_conflict`]), 422 when the
-    /// object is invalid, any other non-2xx answer ([`Error::Api`]), [`Error::Transport`] when
+    /// A 409 `AlreadyExists` when the name is taken ([`Error::is_already_exists`]), 422 when
+    /// the object is invalid, any other non-2xx answer ([`Error::Api`]), [`Error::Transport`] when
     /// it does not serialize or the request fails, [`Error::Timeout`], [`Error::Limit`],
     /// [`Error::Decode`].
     pub async fn create(&self, object: &T) -> Result<T, Error> {
         let body = serde_json::to_vec(object).map_err(Error::transport)?;
         let request = self.request(
             Method::POST,
-            &self.url(None, &[]),
+            &self.url(None, &[])?,
             Some((CONTENT_TYPE_JSON, body)),
         )?;
         decode(&self.execute(request).await?, "create response")
@@ -353,18 +392,26 @@ impl<T: Object + Serialize + DeserializeOwned> ObjectClient<T> {
     /// # Errors
     ///
     /// A 409 on a stale resource version ([`Error::is_conflict`]), a 404 when the object does
-    /// not exist, any other non-2xx answer ([`Error::Api`]), [`Error::Transport`] when `object`
-    /// has no name or does not serialize, or the request fails, [`Error::Timeout`],
-    /// [`Error::Limit`], [`Error::Decode`]. See
+    /// not exist, any other non-2xx answer ([`Error::Api`]), [`Error::Transport`] when
+    /// `object` has no name or an invalid one (nothing is sent), does not serialize, or the
+    /// request fails, [`Error::Timeout`], [`Error::Limit`], [`Error::Decode`]. See
     /// [matching a conflict](Self#errors-and-matching-a-conflict).
     pub async fn replace(&self, object: &T) -> Result<T, Error> {
-        let name = object
-            .name()
-            .filter(|n| !n.is_empty())
-            .ok_or_else(|| Error::transport("a replaced object needs a metadata.name"))?;
+        // No name is the empty one, which the URL refuses.
+        let url = self.url(Some(object.name().unwrap_or_default()), &[])?;
         let body = serde_json::to_vec(object).map_err(Error::transport)?;
-        let url = self.url(Some(name), &[]);
         let request = self.request(Method::PUT, &url, Some((CONTENT_TYPE_JSON, body)))?;
         decode(&self.execute(request).await?, "replace response")
     }
+}
+
+/// Whether `e` is the API server's answer for a missing object `name`: a `Status` with reason
+/// `NotFound` whose `details.name` is `name` (as `apierrors.NewNotFound` makes it). A
+/// `NotFound` made from a text body (`404 page not found`) has no details, and one for a
+/// resource that is not served names no object: neither is a missing object.
+fn is_missing_object(e: &Error, name: &str) -> bool {
+    e.status().is_some_and(|s| {
+        s.reason.as_deref() == Some(NOT_FOUND)
+            && s.details.as_ref().and_then(|d| d.name.as_deref()) == Some(name)
+    })
 }

@@ -5,10 +5,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kcache_client_http::{ApiResource, HttpLeaseLock};
+use kcache_client_http::{ApiResource, Client, Config, HttpLeaseLock};
 use kcache_reflector::{LeaseLock, LeaseRecord, VersionedLease, micro_time};
 use kcache_store::DynamicObject;
-use kcache_testing_server::{FakeApiServer, ServedResource};
+use kcache_testing_server::{FakeApiServer, Reply, ScriptedServer, ServedResource};
 use serde_json::json;
 
 use crate::support::client;
@@ -90,7 +90,7 @@ async fn the_lock_creates_reads_and_updates_its_lease() {
 }
 
 #[tokio::test]
-async fn a_second_create_is_a_conflict() {
+async fn a_second_create_finds_the_lease_already_exists() {
     let server = server().await;
     let (a, b) = (lock(&server), lock(&server));
     a.create(&LeaseRecord::held_by("pod-a", 15, at(0)))
@@ -100,7 +100,8 @@ async fn a_second_create_is_a_conflict() {
         .create(&LeaseRecord::held_by("pod-b", 15, at(0)))
         .await
         .unwrap_err();
-    assert!(e.is_conflict(), "{e}");
+    assert!(e.is_already_exists(), "{e}");
+    assert!(!e.is_conflict(), "{e}");
     assert_eq!(stored(&server).data["spec"]["holderIdentity"], "pod-a");
 }
 
@@ -211,12 +212,102 @@ async fn an_update_of_a_deleted_lease_is_not_found() {
         .unwrap();
     let e = lock.update(&held, &held.record).await.unwrap_err();
     assert!(e.is_not_found(), "{e}");
+    // From a version this lock did not see, it reads the Lease again, finds it gone and sends
+    // no replace.
     let stale = VersionedLease {
         record: held.record.clone(),
         resource_version: "1".into(),
     };
+    server.clear_requests();
     let e = lock.update(&stale, &held.record).await.unwrap_err();
     assert!(e.is_not_found(), "{e}");
+    assert_eq!(methods(&server), ["GET"]);
+}
+
+/// The methods of the requests the server received.
+fn methods(server: &FakeApiServer) -> Vec<String> {
+    server.requests().into_iter().map(|r| r.method).collect()
+}
+
+/// A lock given a version it did not see reads the Lease again; when the Lease has moved on
+/// past that version, the replace could only fail, so none is sent: the conflict is the
+/// server's, built by the lock.
+#[tokio::test]
+async fn an_update_from_a_version_overtaken_since_sends_no_replace() {
+    let server = server().await;
+    let (a, b, c) = (lock(&server), lock(&server), lock(&server));
+    let record = LeaseRecord::held_by("pod-a", 15, at(0));
+    let created = a.create(&record).await.unwrap();
+    let seen_by_b = b.get().await.unwrap().unwrap();
+    a.update(&created, &renewed(&record, 2)).await.unwrap();
+
+    server.clear_requests();
+    let takeover = LeaseRecord::held_by("pod-c", 15, at(3));
+    let e = c.update(&seen_by_b, &takeover).await.unwrap_err();
+    assert!(e.is_conflict(), "{e}");
+    assert!(!e.is_already_exists(), "{e}");
+    let status = e.status().unwrap();
+    assert_eq!(
+        (status.code, status.reason.as_deref()),
+        (Some(409), Some("Conflict"))
+    );
+    let details = status.details.as_ref().unwrap();
+    assert_eq!(details.name.as_deref(), Some("election"));
+    assert_eq!(methods(&server), ["GET"], "the re-read, and no PUT");
+    assert_eq!(stored(&server).data["spec"]["holderIdentity"], "pod-a");
+    assert_eq!(
+        stored(&server).data["spec"]["renewTime"],
+        "2027-01-15T08:00:02.000000Z"
+    );
+
+    // From the version the re-read found, `c` goes through.
+    let fresh = c.get().await.unwrap().unwrap();
+    c.update(&fresh, &takeover).await.unwrap();
+    assert_eq!(stored(&server).data["spec"]["holderIdentity"], "pod-c");
+}
+
+/// A name that cannot be one URL path segment fails every call before anything is sent, as
+/// `ObjectClient`'s do (an empty one would make the collection's URL).
+#[tokio::test]
+async fn a_lock_on_a_name_that_is_not_one_path_segment_sends_nothing() {
+    let server = server().await;
+    let record = LeaseRecord::held_by("pod-a", 15, at(0));
+    let versioned = VersionedLease {
+        record: record.clone(),
+        resource_version: "1".into(),
+    };
+    for name in ["", ".", "..", "a/b", "a%2Fb"] {
+        let lock = HttpLeaseLock::new(client(&server), "kube-system", name);
+        server.clear_requests();
+        let invalid = |e: kcache_reflector::Error| {
+            assert!(
+                matches!(e, kcache_reflector::Error::Transport(_)),
+                "{name:?}: {e:?}"
+            );
+            let chain = crate::support_chain(&e);
+            assert!(
+                chain.starts_with(&format!("transport error: invalid object name {name:?}: ")),
+                "{chain}"
+            );
+        };
+        invalid(lock.get().await.unwrap_err());
+        invalid(lock.create(&record).await.unwrap_err());
+        invalid(lock.update(&versioned, &record).await.unwrap_err());
+        assert!(server.requests().is_empty(), "{name:?}");
+    }
+}
+
+/// A server that does not serve Leases answers `404 page not found`: an error, not a Lease
+/// that does not exist (which a candidate would try to create, and never lead, silently).
+#[tokio::test]
+async fn a_server_without_leases_is_an_error_not_a_missing_lease() {
+    let server = ScriptedServer::start(|_| Reply::json(404, "404 page not found\n"))
+        .await
+        .unwrap();
+    let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+    let lock = HttpLeaseLock::new(client, "kube-system", "election");
+    let e = lock.get().await.unwrap_err();
+    assert_eq!(e.status().unwrap().code, Some(404), "{e}");
 }
 
 #[tokio::test]

@@ -105,13 +105,14 @@ async fn a_replace_from_a_stale_version_is_a_conflict() {
 }
 
 #[tokio::test]
-async fn creating_a_taken_name_is_a_conflict() {
+async fn creating_a_taken_name_is_already_exists_not_a_conflict() {
     let server = FakeApiServer::start().await.unwrap();
     let cms = shop(&server);
     let cm = configmap("settings", json!({}));
     cms.create(&cm).await.unwrap();
     let e = cms.create(&cm).await.unwrap_err();
-    assert!(e.is_conflict(), "{e}");
+    assert!(e.is_already_exists(), "{e}");
+    assert!(!e.is_conflict(), "{e}");
     assert_eq!(e.status().unwrap().reason.as_deref(), Some("AlreadyExists"));
 }
 
@@ -124,9 +125,32 @@ async fn replace_without_a_name_is_refused_before_sending() {
     assert!(matches!(e, Error::Transport(_)), "{e:?}");
     assert_eq!(
         support_chain(&e),
-        "transport error: a replaced object needs a metadata.name"
+        r#"transport error: invalid object name "": may not be empty"#
     );
     assert!(server.requests().is_empty());
+}
+
+/// A resource the server does not serve answers 404 too, as `404 page not found` text (an
+/// unknown group) or a `NotFound` Status naming no object: that is a misconfiguration, an
+/// error, while a missing object of a served resource is `None`.
+#[tokio::test]
+async fn a_resource_the_server_does_not_serve_is_an_error_not_none() {
+    for as_status in [false, true] {
+        let server = FakeApiServer::builder()
+            .not_found_as_status(as_status)
+            .start()
+            .await
+            .unwrap();
+        let widgets = ObjectClient::<DynamicObject>::builder(
+            client(&server),
+            ApiResource::new("example.com", "v1", "widgets", true),
+        )
+        .namespace("shop")
+        .build();
+        let e = widgets.get("w").await.unwrap_err();
+        assert_eq!(e.status().unwrap().code, Some(404), "{e}");
+        assert!(shop(&server).get("nothing").await.unwrap().is_none());
+    }
 }
 
 #[tokio::test]
@@ -279,6 +303,72 @@ fn query(request: &ScriptedRequest) -> Vec<(&str, &str)> {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect()
+}
+
+/// An empty name would make the collection's URL (where a DELETE is a deletecollection), `.`
+/// and `..` another path, `/` and `%` other segments: refused before anything is sent.
+#[tokio::test]
+async fn names_that_are_not_one_path_segment_are_refused_before_sending() {
+    let (server, cms, sent) = scripted(|_| Reply::json(200, settings_json("1"))).await;
+    for name in ["", ".", "..", "a/b", "100%"] {
+        let invalid = |e: Error| {
+            assert!(matches!(e, Error::Transport(_)), "{name:?}: {e:?}");
+            let chain = support_chain(&e);
+            assert!(
+                chain.starts_with(&format!("transport error: invalid object name {name:?}: ")),
+                "{chain}"
+            );
+        };
+        invalid(cms.get(name).await.unwrap_err());
+        invalid(cms.delete(name, None).await.unwrap_err());
+        let preconditions = Preconditions::new().with_resource_version("7");
+        invalid(cms.delete(name, Some(&preconditions)).await.unwrap_err());
+        invalid(cms.patch(name, &Patch::Merge(json!({}))).await.unwrap_err());
+        invalid(cms.replace(&configmap(name, json!({}))).await.unwrap_err());
+    }
+    assert_eq!(
+        support_chain(&cms.delete("", None).await.unwrap_err()),
+        r#"transport error: invalid object name "": may not be empty"#
+    );
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+    assert!(sent.lock().unwrap().is_empty());
+}
+
+/// The API server's 404 for a missing object is a `NotFound` Status naming it: only that is
+/// `None`. A 404 that names another object, a `NotFound` Status without a name (a resource
+/// its group does not serve), a text 404 (nothing serves the path), a 403 and a 500 are
+/// errors.
+#[tokio::test]
+async fn only_the_not_found_of_the_object_asked_for_is_none() {
+    let missing = |name: &str| {
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": format!("configmaps \"{name}\" not found"), "reason": "NotFound",
+               "details": {"name": name, "kind": "configmaps"}, "code": 404})
+        .to_string()
+    };
+    let (server, cms, _) = scripted(move |req| match req.path.rsplit('/').next() {
+        Some("settings") => Reply::json(404, missing("settings")),
+        Some("renamed") => Reply::json(404, missing("someone-else")),
+        Some("unserved") => Reply::status(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ),
+        Some("no-route") => Reply::json(404, "404 page not found\n"),
+        Some("forbidden") => Reply::status(403, "Forbidden", "forbidden"),
+        _ => Reply::status(500, "InternalError", "etcd is down"),
+    })
+    .await;
+    assert!(cms.get("settings").await.unwrap().is_none());
+    for name in ["renamed", "unserved", "no-route"] {
+        let e = cms.get(name).await.unwrap_err();
+        assert_eq!(e.status().unwrap().code, Some(404), "{name}: {e}");
+    }
+    let e = cms.get("forbidden").await.unwrap_err();
+    assert_eq!(e.status().unwrap().code, Some(403), "{e}");
+    let e = cms.get("down").await.unwrap_err();
+    assert!(e.is_internal_error(), "{e}");
+    assert_eq!(server.requests().len(), 6);
 }
 
 #[tokio::test]
@@ -505,4 +595,24 @@ async fn a_response_that_never_ends_times_out() {
     let cms = ObjectClient::<DynamicObject>::dynamic(Client::new(config).unwrap(), configmaps());
     let e = cms.get("settings").await.unwrap_err();
     assert!(matches!(e, Error::Timeout), "{e:?}");
+}
+
+/// The object client's own bound, shorter than the client's list timeout.
+#[tokio::test]
+async fn writes_have_a_timeout_of_their_own() {
+    let server = ScriptedServer::start(|_| Reply::stream(200, futures_util::stream::pending()))
+        .await
+        .unwrap();
+    let mut config = Config::new(server.url().parse().unwrap());
+    config.list_timeout = Duration::from_secs(600);
+    let cms = ObjectClient::<DynamicObject>::builder(Client::new(config).unwrap(), configmaps())
+        .timeout(Duration::from_millis(200))
+        .build();
+    let started = std::time::Instant::now();
+    let e = cms
+        .patch("settings", &Patch::Merge(json!({})))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Timeout), "{e:?}");
+    assert!(started.elapsed() < Duration::from_secs(30));
 }

@@ -68,6 +68,10 @@ impl<T: Object> ReflectorBuilder<T> {
     /// `reflector{resource=...}` and the `name` label of its [metrics](crate::metrics).
     /// Default: what the lister-watcher says it serves ([`ListerWatcher::resource`]), else
     /// `reflector`.
+    ///
+    /// Give each reflector of a program its own name: the metrics of two reflectors with the
+    /// same name (two of one resource, with the default) are one series, their counts added
+    /// up. Nothing checks it.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
@@ -193,7 +197,7 @@ impl<T: Object> ReflectorBuilder<T> {
             .name
             .or_else(|| self.lw.resource())
             .unwrap_or_else(|| "reflector".to_owned());
-        let metrics = ReflectorMetrics::new(&name);
+        let (metrics, error_counters) = ReflectorMetrics::new(&name);
         Reflector {
             name,
             lw: self.lw,
@@ -203,8 +207,7 @@ impl<T: Object> ReflectorBuilder<T> {
             reporter: Reporter::new(
                 self.watch_error_hook,
                 self.decode_error_hook,
-                metrics.watch_errors.clone(),
-                metrics.decode_errors.clone(),
+                error_counters,
             ),
             metrics,
             page_size: self.page_size,

@@ -76,6 +76,13 @@ pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
 ///   of the first of a run (zero by default: it relists).
 /// - Every round of list-and-watch is followed by a backoff (800 ms doubling to 30 s with jitter,
 ///   reset after 2 quiet minutes).
+/// - After each watch event it applies, the reflector tells the store the version reached
+///   ([`Store::update_resource_version`], client-go's `ResourceVersionUpdater`, read before any
+///   transform). A bookmark, or an undecodable event whose version could be read, is a
+///   [`Store::bookmark`] instead, and only that: `bookmark` implies the version is recorded (a
+///   store must make [`last_sync_resource_version`](Store::last_sync_resource_version) say it,
+///   as `update_resource_version` would). The synthetic adds a watch from `""` or `"0"` starts
+///   with tell the store nothing.
 ///
 /// Never stale, never silent, never unbounded:
 /// - An object that cannot be decoded is left out of the cache. A watch event whose type, name

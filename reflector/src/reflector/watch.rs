@@ -204,6 +204,10 @@ impl<T: Object> Reflector<T> {
     }
 
     /// Applies one watch stream's events to the store until it ends.
+    ///
+    /// The version an applied event reached is copied into one buffer, reused for the whole
+    /// stream, and only once versions are propagated (never for the synthetic adds of a watch
+    /// from `""` or `"0"`); it is read before the transform, which may drop it.
     async fn handle_watch(
         &self,
         mut stream: WatchStream<T>,
@@ -214,6 +218,7 @@ impl<T: Object> Reflector<T> {
     ) -> Result<WatchEnd, Error> {
         let mut count = 0usize;
         let mut last_event = Instant::now();
+        let mut reached = String::new();
         loop {
             let item = match self
                 .next(&mut stream, *resync_at, &mut last_event, cancel)
@@ -244,38 +249,38 @@ impl<T: Object> Reflector<T> {
                     }
                     propagate |= ty != EventType::Added;
                     if propagate {
-                        self.store.bookmark(rv);
-                        self.reached(rv);
+                        self.bookmarked(rv);
                     }
                     continue;
                 }
                 Item::Ended => return Ok(WatchEnd::Clean),
             };
             count += 1;
-            // The version is read before the transform, which may drop it.
-            let (rv, result) = match ev {
+            reached.clear();
+            let result = match ev {
                 WatchEvent::Added(o) => {
                     self.keyable(&o, EventType::Added)?;
-                    let rv = o.resource_version().map(str::to_owned);
-                    (rv, self.store.add(self.prepare(o)))
+                    if propagate {
+                        reached.push_str(o.resource_version().unwrap_or_default());
+                    }
+                    self.store.add(self.prepare(o))
                 }
                 WatchEvent::Modified(o) => {
                     self.keyable(&o, EventType::Modified)?;
                     propagate = true;
-                    let rv = o.resource_version().map(str::to_owned);
-                    (rv, self.store.update(self.prepare(o)))
+                    reached.push_str(o.resource_version().unwrap_or_default());
+                    self.store.update(self.prepare(o))
                 }
                 WatchEvent::Deleted(o) => {
                     self.keyable(&o, EventType::Deleted)?;
                     propagate = true;
-                    let rv = o.resource_version().map(str::to_owned);
-                    (rv, self.store.delete(self.prepare(o)))
+                    reached.push_str(o.resource_version().unwrap_or_default());
+                    self.store.delete(self.prepare(o))
                 }
                 WatchEvent::Bookmark(b) => {
                     propagate = true;
                     if !b.resource_version.is_empty() {
-                        self.store.bookmark(&b.resource_version);
-                        self.reached(&b.resource_version);
+                        self.bookmarked(&b.resource_version);
                     }
                     continue;
                 }
@@ -284,18 +289,32 @@ impl<T: Object> Reflector<T> {
             if let Err(e) = result {
                 tracing::warn!(error = %ErrorChain(&e), "store write failed");
             }
-            if propagate && let Some(rv) = rv.filter(|rv| !rv.is_empty()) {
-                self.reached(&rv);
+            if !reached.is_empty() {
+                self.reached(&reached);
             }
         }
     }
 }
 
 impl<T: Object> Reflector<T> {
-    /// The watch reached `rv` (an applied event's version, or a bookmark's): the reflector
-    /// re-watches from it, and the store is told (client-go's `ResourceVersionUpdater`).
+    /// An applied event reached `rv`: the reflector re-watches from it, and the store is told
+    /// ([`Store::update_resource_version`], client-go's `ResourceVersionUpdater`).
+    ///
+    /// [`Store::update_resource_version`]: kcache_store::Store::update_resource_version
     fn reached(&self, rv: &str) {
         self.set_last_sync_rv(rv);
         self.store.update_resource_version(rv);
+    }
+
+    /// The watch reached `rv` without an object to apply (a bookmark, or an undecodable event
+    /// whose version could be read): the store records it with [`Store::bookmark`], which
+    /// implies what [`Store::update_resource_version`] does, so that is not called too; the
+    /// reflector re-watches from it.
+    ///
+    /// [`Store::bookmark`]: kcache_store::Store::bookmark
+    /// [`Store::update_resource_version`]: kcache_store::Store::update_resource_version
+    fn bookmarked(&self, rv: &str) {
+        self.store.bookmark(rv);
+        self.set_last_sync_rv(rv);
     }
 }

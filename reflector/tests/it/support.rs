@@ -22,7 +22,8 @@ pub(crate) fn pod(name: &str) -> Obj {
 /// A store over a cache that counts `resync` calls and, when `transforming`, has a transform of
 /// its own (as a queue with a transformer has) that counts its runs, stamps each object with
 /// how often it was transformed (label `transforms`) and drops its resource version. It also
-/// records the versions it is told of.
+/// records the versions it is told of by `update_resource_version` (after applied events) and
+/// by `bookmark`, apart.
 #[derive(Debug, Default)]
 pub(crate) struct CountingStore {
     pub(crate) cache: Cache<Obj>,
@@ -32,7 +33,10 @@ pub(crate) struct CountingStore {
     /// `replace` calls (which transform) and `replace_transformed` calls (which do not).
     pub(crate) replaces: AtomicUsize,
     pub(crate) transformed_replaces: AtomicUsize,
+    /// What `update_resource_version` was told.
     pub(crate) told_versions: Mutex<Vec<String>>,
+    /// What `bookmark` was told.
+    pub(crate) bookmarks: Mutex<Vec<String>>,
 }
 
 impl CountingStore {
@@ -110,6 +114,7 @@ impl Store<Obj> for CountingStore {
         Ok(())
     }
     fn bookmark(&self, rv: &str) {
+        self.bookmarks.lock().unwrap().push(rv.to_owned());
         self.cache.bookmark(rv);
     }
     fn last_sync_resource_version(&self) -> Option<String> {
