@@ -7,9 +7,8 @@
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::process::Command;
 
-use crate::{Failure, rustup_cargo};
+use crate::{Failure, rustup_cargo, status};
 
 /// The fuzz targets, as named in `client-http/fuzz/Cargo.toml`.
 pub(crate) const TARGETS: &[&str] = &["watch_decoder", "kubeconfig"];
@@ -32,17 +31,6 @@ pub(crate) fn parse_seconds(args: &[OsString]) -> Result<u64, String> {
                 )
             }),
         _ => Err("`fuzz` takes only `--seconds N`".to_owned()),
-    }
-}
-
-fn status(command: &mut Command, what: &str) -> Result<(), Failure> {
-    let status = command
-        .status()
-        .map_err(|e| Failure::new(format!("could not run {what}: {e}")))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Failure::new(format!("{what} failed ({status})")))
     }
 }
 

@@ -192,6 +192,19 @@ fn rustup_cargo(dir: &Path) -> Command {
     command
 }
 
+/// Runs `command` to its end, naming `program` (how it is shown, `cargo install cargo-fuzz`) in
+/// the error if it cannot start or fails.
+fn status(command: &mut Command, program: &str) -> Result<(), Failure> {
+    let status = command
+        .status()
+        .map_err(|error| Failure::new(format!("could not start {program}: {error}")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Failure::new(format!("{program} failed ({status})")))
+    }
+}
+
 /// Runs `cargo metadata --format-version 1 --no-deps` and parses its output.
 fn metadata(root: &Path) -> Result<serde_json::Value, Failure> {
     let output = cargo(root)

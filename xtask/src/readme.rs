@@ -9,7 +9,8 @@
 use std::fs;
 use std::path::Path;
 
-use crate::{Failure, cargo};
+use crate::Failure;
+use crate::ci::job::Job;
 
 /// The heading of the section whose blocks are built.
 const SECTION: &str = "## Use it";
@@ -60,23 +61,31 @@ pub(crate) fn run(root: &Path) -> Result<(), Failure> {
     if let Ok(lock) = fs::read_to_string(root.join("Cargo.lock")) {
         write(&dir.join("Cargo.lock"), &lock)?;
     }
-    let status = cargo(root)
-        .args(["check", "--quiet", "--manifest-path"])
-        .arg(dir.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", &target)
-        // The README picks k8s-openapi's version with a feature, as a user does.
-        .env_remove("K8S_OPENAPI_ENABLED_VERSION")
-        .status()
-        .map_err(|e| Failure::new(format!("could not start cargo: {e}")))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Failure::new(format!(
-            "the README's \"Use it\" program does not build with its Cargo.toml lines ({status}); \
-             the scratch package is {}",
-            dir.display()
-        )))
-    }
+    let manifest_path = dir.join("Cargo.toml");
+    let manifest_path = manifest_path.to_str().ok_or_else(|| {
+        Failure::new(format!(
+            "the scratch package's path is not UTF-8: {}",
+            manifest_path.display()
+        ))
+    })?;
+    let target_dir = target.to_str().ok_or_else(|| {
+        Failure::new(format!(
+            "the target directory's path is not UTF-8: {}",
+            target.display()
+        ))
+    })?;
+    // A CI job like the others: it does not inherit `K8S_OPENAPI_ENABLED_VERSION`, as the
+    // README picks k8s-openapi's version with a feature, as a user does.
+    Job::cargo(&["check", "--quiet", "--manifest-path", manifest_path])
+        .env("CARGO_TARGET_DIR", target_dir)
+        .run(root)
+        .map_err(|Failure(why)| {
+            Failure::new(format!(
+                "the README's \"Use it\" program does not build with its Cargo.toml lines \
+                 ({why}); the scratch package is {}",
+                dir.display()
+            ))
+        })
 }
 
 /// The scratch package's manifest: a package of its own (not a workspace member) with the
@@ -92,29 +101,32 @@ fn manifest(root: &Path, dependencies: &str) -> String {
 
 /// The first `toml` and the first `rust` fenced block of the "Use it" section.
 fn use_it_blocks(readme: &str) -> Result<(&str, &str), Failure> {
-    let start = readme
-        .find(SECTION)
-        .ok_or_else(|| Failure::new(format!("README.md has no `{SECTION}` section")))?;
-    let rest = &readme[start + SECTION.len()..];
-    let section = rest.find("\n## ").map_or(rest, |end| &rest[..end]);
-    let block = |lang: &str| {
-        let fence = format!("```{lang}\n");
-        let at = section.find(&fence).ok_or_else(|| {
-            Failure::new(format!("the `{SECTION}` section has no ```{lang} block"))
-        })?;
-        let body = &section[at + fence.len()..];
-        let end = body.find("```").ok_or_else(|| {
-            Failure::new(format!("the ```{lang} block of `{SECTION}` is not closed"))
-        })?;
-        Ok::<_, Failure>(&body[..end])
-    };
-    let dependencies = block("toml")?;
+    let dependencies = fenced_block(readme, SECTION, "toml")?;
     if !dependencies.contains(CHECKOUT) {
         return Err(Failure::new(format!(
             "the dependencies of `{SECTION}` name no kcache crate by `{CHECKOUT}...\"`"
         )));
     }
-    Ok((dependencies, block("rust")?))
+    Ok((dependencies, fenced_block(readme, SECTION, "rust")?))
+}
+
+/// The text of the first ```` ```lang ```` fenced block of `readme`'s section `heading` (up to
+/// the next `## ` heading: a block of a later section does not count).
+fn fenced_block<'r>(readme: &'r str, heading: &str, lang: &str) -> Result<&'r str, Failure> {
+    let start = readme
+        .find(heading)
+        .ok_or_else(|| Failure::new(format!("README.md has no `{heading}` section")))?;
+    let rest = &readme[start + heading.len()..];
+    let section = rest.find("\n## ").map_or(rest, |end| &rest[..end]);
+    let fence = format!("```{lang}\n");
+    let at = section
+        .find(&fence)
+        .ok_or_else(|| Failure::new(format!("the `{heading}` section has no ```{lang} block")))?;
+    let body = &section[at + fence.len()..];
+    let end = body
+        .find("```")
+        .ok_or_else(|| Failure::new(format!("the ```{lang} block of `{heading}` is not closed")))?;
+    Ok(&body[..end])
 }
 
 /// Whether the `rust` block of the README's `section` is the marked part of the example
@@ -124,15 +136,7 @@ fn shows_the_example(
     example: &str,
     (section, file, open, close): (&str, &str, &str, &str),
 ) -> Result<(), Failure> {
-    let start = readme
-        .find(section)
-        .ok_or_else(|| Failure::new(format!("README.md has no `{section}` section")))?;
-    let text = &readme[start..];
-    let body = text
-        .find("```rust\n")
-        .map(|at| &text[at + "```rust\n".len()..])
-        .and_then(|b| b.find("```").map(|end| &b[..end]))
-        .ok_or_else(|| Failure::new(format!("`{section}` has no closed ```rust block")))?;
+    let body = fenced_block(readme, section, "rust")?;
     let marked = example
         .find(open)
         .map(|at| &example[at + open.len()..])
@@ -162,6 +166,11 @@ mod tests {
         assert!(shows_the_example(readme, example, EXAMPLES[0]).is_ok());
         let stale = "## A controller\n\n```rust\nfn b() {}\n```\n";
         assert!(shows_the_example(stale, example, EXAMPLES[0]).is_err());
+        let elsewhere = "## A controller\n\ntext\n\n## Next\n\n```rust\nfn a() {}\n```\n";
+        assert!(
+            shows_the_example(elsewhere, example, EXAMPLES[0]).is_err(),
+            "a block of the next section does not count"
+        );
     }
 
     #[test]

@@ -95,14 +95,9 @@ async fn run_controller(client: Client, cancel: CancellationToken) -> Result<(),
 
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
-    let deployments = ServedResource::new(
-        ApiResource::new("apps", "v1", "deployments", true),
-        "Deployment",
-    );
-    let server = FakeApiServer::builder()
-        .resource(deployments.clone())
-        .start()
-        .await?;
+    // Deployments and pods are among the kinds the fake server serves by default.
+    let server = FakeApiServer::start().await?;
+    let deployments = ServedResource::deployments();
     let pods = ServedResource::pods();
     for (name, replicas) in [("web", 3), ("db", 1)] {
         server.create(&deployments, deployment(name, replicas))?;

@@ -2,6 +2,11 @@
 //! `kcache_informer::metrics`), kept in atomics and printed as text. A real program installs an
 //! exporter instead (a Prometheus endpoint, statsd...); this one keeps the job free of an HTTP
 //! exporter's dependencies.
+//!
+//! Not `metrics-util`'s `DebuggingRecorder` (the tests' recorder): it keeps every histogram
+//! sample until a snapshot takes them, so a job that runs for hours against a cluster (every
+//! watch event records a few durations) would grow without bound. Here a histogram is its
+//! count, sum and maximum: memory is fixed by the number of metrics, whatever the run's length.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::{Failure, cargo, rustup_cargo};
+use crate::{Failure, cargo, rustup_cargo, status};
 
 /// Variables no job inherits. `K8S_OPENAPI_ENABLED_VERSION` would pick k8s-openapi's Kubernetes
 /// version for builds that do not name one; every build of the gate names it through features
@@ -127,18 +127,6 @@ impl Job {
                 )
             }
         }
-    }
-}
-
-/// Runs `command`, naming `program` in the error if it cannot start or fails.
-fn status(command: &mut Command, program: &str) -> Result<(), Failure> {
-    let status = command
-        .status()
-        .map_err(|error| Failure::new(format!("could not start {program}: {error}")))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Failure::new(format!("{program} failed ({status})")))
     }
 }
 

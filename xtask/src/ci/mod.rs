@@ -8,7 +8,7 @@
 //! command is announced on stderr as it starts; a failure names the step, and the run ends with
 //! the time each step took (CI gives the whole run 90 minutes on two cores).
 
-mod job;
+pub(crate) mod job;
 mod steps;
 
 use std::path::Path;

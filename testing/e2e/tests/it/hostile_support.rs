@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher, KubeListerWatcher};
+use kcache_client_http::{HttpListerWatcher, KubeListerWatcher};
 use kcache_informer::{ResourceEventHandler, SharedIndexInformer};
 use kcache_reflector::{BackoffConfig, Error, ErrorChain, ListerWatcher, ReflectorBuilder};
 use kcache_store::{Object, ObjectMeta, ObjectOrTombstone, deletion_handling_key};
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Backend, kube_client};
+use crate::support::{Backend, http_client, kube_pods, pods};
 
 /// A typed pod, as a controller would declare it: a `spec` whose fields have types.
 #[derive(Debug, Clone, Deserialize)]
@@ -195,9 +195,7 @@ pub(crate) struct Limits {
 fn lister_watcher(backend: Backend, url: &str, limits: Limits) -> Arc<dyn ListerWatcher<Pod>> {
     match backend {
         Backend::Http => {
-            let client = Client::new(Config::new(url.parse().unwrap())).unwrap();
-            let pods = ApiResource::new("", "v1", "pods", true);
-            let mut b = HttpListerWatcher::<Pod>::builder(client, pods);
+            let mut b = HttpListerWatcher::<Pod>::builder(http_client(url), pods());
             if let Some(n) = limits.max_event_size {
                 b = b.max_event_size(n);
             }
@@ -207,9 +205,7 @@ fn lister_watcher(backend: Backend, url: &str, limits: Limits) -> Arc<dyn Lister
             Arc::new(b.build())
         }
         Backend::Kube => {
-            let api: kube_client::Api<k8s_openapi::api::core::v1::Pod> =
-                kube_client::Api::all(kube_client(url));
-            let mut b = KubeListerWatcher::<Pod>::builder(api);
+            let mut b = KubeListerWatcher::<Pod>::builder(kube_pods(url));
             if let Some(n) = limits.max_event_size {
                 b = b.max_event_size(n);
             }

@@ -85,7 +85,7 @@ impl Backend {
 }
 
 /// client-http's client of the plain-HTTP server at `url`.
-fn http_client(url: &str) -> Client {
+pub(crate) fn http_client(url: &str) -> Client {
     Client::new(Config::new(url.parse().unwrap())).unwrap()
 }
 
@@ -98,6 +98,6 @@ pub(crate) fn kube_client(url: &str) -> kube_client::Client {
 }
 
 /// kube-rs's `Api` of pods in every namespace at `url`.
-fn kube_pods(url: &str) -> kube_client::Api<k8s_openapi::api::core::v1::Pod> {
+pub(crate) fn kube_pods(url: &str) -> kube_client::Api<k8s_openapi::api::core::v1::Pod> {
     kube_client::Api::all(kube_client(url))
 }

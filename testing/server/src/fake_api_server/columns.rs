@@ -4,11 +4,11 @@
 //! prints as kubectl prints it there (`<none>`, `0/0`, an empty cell). Kinds without a printer
 //! get `NAME AGE`, like a custom resource without printer columns.
 
-use kcache_store::DynamicObject;
+use kcache_store::{DynamicObject, Selector};
 use serde_json::{Map, Value, json};
 
 use super::served_resource::ServedResource;
-use super::util::{human_age, parse_rfc3339};
+use super::util::{human_age, parse_rfc3339, value_at};
 
 /// One column: its definition and how a cell is computed.
 pub(crate) struct Column {
@@ -174,7 +174,7 @@ fn service_columns() -> Vec<Column> {
         Column::new("External-IP", service_external_ip),
         Column::new("Port(s)", service_ports),
         Column::new("Selector", |o, _| match at(o, &["spec", "selector"]) {
-            Some(Value::Object(m)) if !m.is_empty() => json!(format_labels(m)),
+            Some(Value::Object(m)) => format_labels(m),
             _ => json!("<none>"),
         })
         .wide(),
@@ -234,8 +234,7 @@ fn node_columns() -> Vec<Column> {
 
 /// The value at `path` in the object's non-metadata fields.
 fn at<'o>(o: &'o DynamicObject, path: &[&str]) -> Option<&'o Value> {
-    let (first, rest) = path.split_first()?;
-    rest.iter().try_fold(o.data.get(*first)?, |v, k| v.get(k))
+    value_at(o, path.iter().copied())
 }
 
 fn str_at<'o>(o: &'o DynamicObject, path: &[&str]) -> &'o str {
@@ -387,47 +386,64 @@ fn template_containers(o: &DynamicObject, field: &str) -> Value {
     json!(names.join(","))
 }
 
-/// `k=v,k2=v2` in key order.
-fn format_labels(labels: &Map<String, Value>) -> String {
-    let mut pairs: Vec<String> = labels
+/// A selector map (a service's `spec.selector`) as `labels.FormatLabels` writes it: `k=v`
+/// terms sorted by key (through kcache's [`Selector`], which prints as Kubernetes does),
+/// `<none>` when empty.
+fn format_labels(labels: &Map<String, Value>) -> Value {
+    let pairs = labels
         .iter()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-        .collect();
-    pairs.sort();
-    pairs.join(",")
+        .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or("")));
+    none_if_empty(&Selector::from_labels(pairs).to_string())
 }
 
-/// A `LabelSelector` as `metav1.FormatLabelSelector` writes it, `<none>` when empty.
+/// A `LabelSelector` as `metav1.FormatLabelSelector` writes it: its requirements sorted by key
+/// and their values sorted (through kcache's [`Selector`], which prints as Kubernetes does);
+/// `<none>` when absent or empty, `<error>` when it is not a valid selector.
 fn label_selector(selector: Option<&Value>) -> Value {
     let Some(selector) = selector else {
         return json!("<none>");
     };
-    let mut parts = Vec::new();
-    if let Some(Value::Object(labels)) = selector.get("matchLabels")
-        && !labels.is_empty()
-    {
-        parts.push(format_labels(labels));
+    match selector_text(selector).and_then(|text| Selector::parse(&text).ok()) {
+        Some(parsed) => none_if_empty(&parsed.to_string()),
+        None => json!("<error>"),
+    }
+}
+
+/// The selector syntax of a `LabelSelector`'s `matchLabels` and `matchExpressions`, to be
+/// parsed into a [`Selector`]; `None` for what `metav1.LabelSelectorAsSelector` refuses: an
+/// unknown operator, values with `Exists`/`DoesNotExist` or none with `In`/`NotIn`, a key or a
+/// value that is not a string of label characters.
+fn selector_text(selector: &Value) -> Option<String> {
+    let mut terms = Vec::new();
+    if let Some(labels) = selector.get("matchLabels").filter(|l| !l.is_null()) {
+        for (key, value) in labels.as_object()? {
+            let value = label_word(value.as_str()?)?;
+            terms.push(format!("{}={value}", label_word(key)?));
+        }
     }
     for expr in items(selector.get("matchExpressions")) {
-        let key = expr.get("key").and_then(Value::as_str).unwrap_or("");
-        let op = expr.get("operator").and_then(Value::as_str).unwrap_or("");
-        let values: Vec<&str> = items(expr.get("values"))
+        let key = label_word(expr.get("key")?.as_str()?)?;
+        let values = items(expr.get("values"))
             .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        parts.push(match op {
-            "In" => format!("{key} in ({})", values.join(",")),
-            "NotIn" => format!("{key} notin ({})", values.join(",")),
-            "Exists" => key.to_owned(),
-            "DoesNotExist" => format!("!{key}"),
-            _ => format!("{key} {op} ({})", values.join(",")),
+            .map(|v| v.as_str().and_then(label_word))
+            .collect::<Option<Vec<&str>>>()?;
+        terms.push(match (expr.get("operator")?.as_str()?, values.is_empty()) {
+            ("In", false) => format!("{key} in ({})", values.join(",")),
+            ("NotIn", false) => format!("{key} notin ({})", values.join(",")),
+            ("Exists", true) => key.to_owned(),
+            ("DoesNotExist", true) => format!("!{key}"),
+            _ => return None,
         });
     }
-    if parts.is_empty() {
-        json!("<none>")
-    } else {
-        json!(parts.join(","))
-    }
+    Some(terms.join(","))
+}
+
+/// `word` if it is made of label characters (letters, digits, `-`, `_`, `.`, `/`): nothing the
+/// selector syntax would read as an operator or a separator.
+fn label_word(word: &str) -> Option<&str> {
+    word.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'))
+        .then_some(word)
 }
 
 /// `spec.type`, `ClusterIP` (the API server's default) when unset.
@@ -556,5 +572,59 @@ fn node_info(o: &DynamicObject, field: &str) -> Value {
     match str_at(o, &["status", "nodeInfo", field]) {
         "" => json!("<unknown>"),
         v => json!(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selector_maps_print_sorted_by_key() {
+        let labels = json!({"b": "2", "a.b": "x", "a": "1"});
+        let Value::Object(labels) = labels else {
+            unreachable!()
+        };
+        // By key, as kubectl prints them: "a" before "a.b" (sorting "k=v" strings would not).
+        assert_eq!(format_labels(&labels), json!("a=1,a.b=x,b=2"));
+        assert_eq!(format_labels(&Map::new()), json!("<none>"));
+    }
+
+    #[test]
+    fn label_selectors_print_as_format_label_selector() {
+        let selector = json!({
+            "matchLabels": {"tier": "web", "app": "x"},
+            "matchExpressions": [
+                {"key": "env", "operator": "In", "values": ["prod", "dev"]},
+                {"key": "canary", "operator": "DoesNotExist"},
+                {"key": "zone", "operator": "NotIn", "values": ["b", "a"]},
+                {"key": "track", "operator": "Exists", "values": []},
+            ],
+        });
+        assert_eq!(
+            label_selector(Some(&selector)),
+            json!("app=x,!canary,env in (dev,prod),tier=web,track,zone notin (a,b)")
+        );
+        assert_eq!(label_selector(None), json!("<none>"));
+        assert_eq!(label_selector(Some(&json!({}))), json!("<none>"));
+        assert_eq!(
+            label_selector(Some(
+                &json!({"matchLabels": null, "matchExpressions": null})
+            )),
+            json!("<none>")
+        );
+        for invalid in [
+            json!({"matchExpressions": [{"key": "a", "operator": "Near", "values": ["b"]}]}),
+            json!({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]}),
+            json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["b"]}]}),
+            json!({"matchLabels": {"a": "b,c"}}),
+            json!({"matchLabels": {"a b": "c"}}),
+        ] {
+            assert_eq!(
+                label_selector(Some(&invalid)),
+                json!("<error>"),
+                "{invalid}"
+            );
+        }
     }
 }

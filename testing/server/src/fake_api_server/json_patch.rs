@@ -1,29 +1,44 @@
 //! JSON patch (RFC 6902, `application/json-patch+json`): a list of `add`, `remove`, `replace`,
-//! `move`, `copy` and `test` operations on JSON pointers (RFC 6901), applied in order and all
-//! or nothing.
+//! `move`, `copy` and `test` operations on JSON pointers (RFC 6901), applied in order, within
+//! kube-apiserver's limits (see [`limits`](super::limits)): at most
+//! [`MAX_JSON_PATCH_OPERATIONS`] operations, and at most [`MAX_JSON_PATCH_COPY`] bytes copied by
+//! the `copy` operations together.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
+
+use super::limits::{MAX_JSON_PATCH_COPY, MAX_JSON_PATCH_OPERATIONS};
+use super::util::json_len_within;
 
 /// Why a JSON patch was not applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum JsonPatchError {
     /// The patch is not a list of well-formed operations (400 Bad Request).
     Malformed(String),
-    /// An operation could not be applied: a missing path, a failed `test` (422).
+    /// The patch has more operations than allowed (413 Request Entity Too Large).
+    TooLarge(String),
+    /// An operation could not be applied: a missing path, a failed `test`, copies over their
+    /// limit (422).
     Failed(String),
 }
 
-/// Applies `patch` to `doc`; on an error `doc` is left as it was.
-pub(crate) fn apply(doc: &mut Value, patch: &Value) -> Result<(), JsonPatchError> {
+/// `doc` patched with `patch`. On an error the document is gone: the caller patches its own
+/// copy and keeps the stored object, so a patch is all or nothing without a copy here.
+pub(crate) fn apply(mut doc: Value, patch: &Value) -> Result<Value, JsonPatchError> {
     let ops = patch.as_array().ok_or_else(|| {
         JsonPatchError::Malformed("a JSON patch is a list of operations".to_owned())
     })?;
-    let mut out = doc.clone();
-    for op in ops {
-        apply_op(&mut out, op)?;
+    if ops.len() > MAX_JSON_PATCH_OPERATIONS {
+        return Err(JsonPatchError::TooLarge(format!(
+            "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+            ops.len()
+        )));
     }
-    *doc = out;
-    Ok(())
+    // Bytes of JSON the `copy` operations have copied so far.
+    let mut copied = 0;
+    for op in ops {
+        apply_op(&mut doc, op, &mut copied)?;
+    }
+    Ok(doc)
 }
 
 fn malformed(message: &str) -> JsonPatchError {
@@ -34,7 +49,8 @@ fn failed(message: String) -> JsonPatchError {
     JsonPatchError::Failed(message)
 }
 
-fn apply_op(doc: &mut Value, op: &Value) -> Result<(), JsonPatchError> {
+/// Applies one operation; `copied` counts the bytes that `copy` operations have copied.
+fn apply_op(doc: &mut Value, op: &Value, copied: &mut usize) -> Result<(), JsonPatchError> {
     let op = op
         .as_object()
         .ok_or_else(|| malformed("an operation is an object"))?;
@@ -69,8 +85,17 @@ fn apply_op(doc: &mut Value, op: &Value) -> Result<(), JsonPatchError> {
         }
         "copy" => {
             let from = pointer(op, "from")?;
-            let copied = get_mut(doc, &from)?.clone();
-            add(doc, &path, copied)
+            let source = get_mut(doc, &from)?;
+            // Measured before it is copied, and only up to what the limit leaves.
+            let size = json_len_within(source, MAX_JSON_PATCH_COPY - *copied).ok_or_else(|| {
+                failed(format!(
+                    "Unable to complete the copy, the accumulated size increase of copy is over \
+                     the limit {MAX_JSON_PATCH_COPY}"
+                ))
+            })?;
+            *copied += size;
+            let value = source.clone();
+            add(doc, &path, value)
         }
         "test" => {
             let found = get_mut(doc, &path)?;
@@ -194,9 +219,7 @@ fn remove(doc: &mut Value, path: &[String]) -> Result<Value, JsonPatchError> {
 /// JSON equality, numbers compared by value (`1` equals `1.0`).
 fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            x == y || (x.as_f64().is_some() && x.as_f64() == y.as_f64())
-        }
+        (Value::Number(x), Value::Number(y)) => numbers_eq(x, y),
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
         }
@@ -209,6 +232,19 @@ fn json_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// Two numbers compared by value: integers exactly (`2^53 + 1` is not `2^53`, which it would
+/// be as `f64`s), as floats only when one of them is a float.
+fn numbers_eq(x: &Number, y: &Number) -> bool {
+    if x.is_f64() || y.is_f64() {
+        return x.as_f64() == y.as_f64();
+    }
+    match (x.as_i64(), y.as_i64()) {
+        (Some(x), Some(y)) => x == y,
+        // At least one is above `i64::MAX`: equal only if both are that same `u64`.
+        _ => x.as_u64().is_some() && x.as_u64() == y.as_u64(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -216,8 +252,7 @@ mod tests {
     use super::*;
 
     fn patched(doc: Value, patch: &Value) -> Result<Value, JsonPatchError> {
-        let mut doc = doc;
-        apply(&mut doc, patch).map(|()| doc)
+        apply(doc, patch)
     }
 
     /// Examples of RFC 6902, appendix A.
@@ -296,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn failing_operations_change_nothing() {
+    fn failing_operations_fail() {
         let failing = [
             (
                 json!({"baz": "qux"}),
@@ -324,13 +359,10 @@ mod tests {
             ),
         ];
         for (doc, patch) in failing {
-            let before = doc.clone();
-            let mut after = doc;
             assert!(
-                matches!(apply(&mut after, &patch), Err(JsonPatchError::Failed(_))),
+                matches!(apply(doc, &patch), Err(JsonPatchError::Failed(_))),
                 "{patch}"
             );
-            assert_eq!(after, before, "all or nothing");
         }
     }
 
@@ -351,5 +383,62 @@ mod tests {
                 "{patch}"
             );
         }
+    }
+
+    #[test]
+    fn numbers_compare_exactly_unless_one_is_a_float() {
+        let big = 1_u64 << 53;
+        let cases = [
+            (json!(big + 1), json!(big), false),
+            (json!(big), json!(big), true),
+            (json!(u64::MAX), json!(u64::MAX), true),
+            (json!(u64::MAX), json!(-1), false),
+            (json!(-1), json!(-1), true),
+            (json!(1), json!(1.0), true),
+            (json!(1.5), json!(1), false),
+            (json!(0.1), json!(0.1), true),
+        ];
+        for (a, b, equal) in cases {
+            assert_eq!(json_eq(&a, &b), equal, "{a} == {b}");
+            assert_eq!(json_eq(&b, &a), equal, "{b} == {a}");
+        }
+    }
+
+    #[test]
+    fn the_number_of_operations_is_limited() {
+        let op = json!({"op": "test", "path": "/a", "value": 1});
+        let at_limit = Value::Array(vec![op.clone(); MAX_JSON_PATCH_OPERATIONS]);
+        assert_eq!(patched(json!({"a": 1}), &at_limit), Ok(json!({"a": 1})));
+        let over = Value::Array(vec![op; MAX_JSON_PATCH_OPERATIONS + 1]);
+        assert_eq!(
+            patched(json!({"a": 1}), &over),
+            Err(JsonPatchError::TooLarge(
+                "The allowed maximum operations in a JSON patch is 10000, got 10001".to_owned()
+            ))
+        );
+    }
+
+    #[test]
+    fn copies_are_limited_in_all_not_one_by_one() {
+        // Each copy of the document into its own child doubles it: 40 of them would make
+        // 2^40 copies of the first; the limit stops them at a few megabytes.
+        let doubling: Vec<Value> = (0..40)
+            .map(|i| json!({"op": "copy", "from": "", "path": format!("/c{i}")}))
+            .collect();
+        let err = patched(json!({"c": "x"}), &Value::Array(doubling)).unwrap_err();
+        assert!(
+            matches!(&err, JsonPatchError::Failed(m) if m.contains("accumulated size")),
+            "{err:?}"
+        );
+        // Small copies, many times, count together: 1 KiB copied 4,000 times is over 3 MiB.
+        let kib = "x".repeat(1024);
+        let copies: Vec<Value> = (0..4_000)
+            .map(|i| json!({"op": "copy", "from": "/a", "path": format!("/c{i}")}))
+            .collect();
+        assert!(patched(json!({"a": kib}), &Value::Array(copies[..2_000].to_vec())).is_ok());
+        assert!(matches!(
+            patched(json!({"a": kib}), &Value::Array(copies)),
+            Err(JsonPatchError::Failed(_))
+        ));
     }
 }

@@ -23,11 +23,16 @@
 //!   emit nothing. Finalizers make a delete a MODIFIED (with `deletionTimestamp`); the object
 //!   goes when they are removed. DELETED events carry the last state with the deletion's new
 //!   RV. `fieldValidation` is accepted and not enforced (objects have no schema here);
-//!   `dryRun` is refused with 400 rather than ignored.
+//!   `dryRun` is refused with 400 rather than ignored, in the query or in a DELETE's
+//!   `DeleteOptions` body (where kubectl and client-go send it). kube-apiserver's size limits
+//!   hold: a body is at most 3 MiB, a JSON patch at most 10,000 operations copying at most
+//!   3 MiB, a patched object at most 3 MiB of JSON (413 otherwise, 422 for the copies).
 //! - **Namespaces**: `default`, `kube-node-lease`, `kube-public` and `kube-system` exist at
 //!   start, and creating an object in any other namespace creates that Namespace (phase
 //!   `Active`) in the same write, at the object's resource version, so the resource versions a
-//!   test sees do not depend on it. Deleting a Namespace does not delete what is in it.
+//!   test sees do not depend on it; such a namespace stays when its objects go. A namespace
+//!   name that is not a lowercase RFC 1123 label is refused with 400. Deleting a Namespace
+//!   does not delete what is in it.
 //! - **List**: label and field selectors (`metadata.name`, `metadata.namespace`, plus per-resource
 //!   fields such as pods' `spec.nodeName` and `status.phase`), `limit`/`continue` with real token
 //!   expiry (410 `Expired`), `resourceVersion` `""`/`"0"`/exact/`NotOlderThan` (504 "Too large
@@ -95,10 +100,14 @@
 
 mod body;
 mod columns;
+mod delete_options;
+mod discovery;
 mod faults;
 mod json_patch;
 mod kubeconfig;
+mod limits;
 mod merge_patch;
+mod namespaces;
 mod openapi;
 mod params;
 mod patch;
@@ -326,7 +335,9 @@ impl FakeApiServerBuilder {
         };
         let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
-        let shared = Arc::new(Shared::new(self.config, self.resources, self.seed));
+        let shared = Shared::new(self.config, self.resources, self.seed)
+            .map_err(|e| io::Error::other(FakeApiError::from(e)))?;
+        let shared = Arc::new(shared);
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = format!("{scheme}://{addr}");
         let acceptor = tls.as_ref().map(|t| TlsAcceptor::from(t.config.clone()));

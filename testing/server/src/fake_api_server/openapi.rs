@@ -16,36 +16,72 @@
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::params::query;
 use super::patch::PatchType;
 use super::served_resource::ServedResource;
 use super::util::fnv1a;
 
-/// `/openapi/v3`: every group-version's document, as `serverRelativeURL` with a hash of its
-/// content (clients cache documents by URL).
-pub(crate) fn root(resources: &[&ServedResource]) -> Value {
-    let mut paths = Map::new();
-    for gv in group_versions(resources) {
-        if let Some(doc) = document(resources, &gv) {
-            let hash = fnv1a(doc.to_string().as_bytes(), 0);
+/// The documents of a set of registered resources, encoded once: `/openapi/v3` and each
+/// group-version's.
+#[derive(Debug)]
+pub(crate) struct Documents {
+    /// `/openapi/v3`: every group-version's document, as `serverRelativeURL` with a hash of its
+    /// content (clients cache documents by URL).
+    root: Bytes,
+    /// The document of each group-version, by `api/v1`, `apis/<group>/<version>`.
+    by_group_version: BTreeMap<String, Bytes>,
+}
+
+impl Documents {
+    /// The documents of `resources`.
+    pub(crate) fn new(resources: &[ServedResource]) -> Self {
+        let mut by_group_version = BTreeMap::new();
+        let mut paths = Map::new();
+        for gv in group_versions(resources) {
+            let Some(doc) = document(resources, &gv) else {
+                continue;
+            };
+            let encoded = serde_json::to_vec(&doc).unwrap_or_default();
+            let hash = fnv1a(&encoded, 0);
             paths.insert(
                 gv.clone(),
                 json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash={hash:016X}")}),
             );
+            by_group_version.insert(gv, Bytes::from(encoded));
+        }
+        let root = serde_json::to_vec(&json!({"paths": paths})).unwrap_or_default();
+        Self {
+            root: Bytes::from(root),
+            by_group_version,
         }
     }
-    json!({"paths": paths})
+
+    /// `/openapi/v3`.
+    pub(crate) fn root(&self) -> Bytes {
+        self.root.clone()
+    }
+
+    /// The document of group-version `gv` (`api/v1`, `apis/apps/v1`), `None` if nothing is
+    /// served there.
+    pub(crate) fn document(&self, gv: &str) -> Option<Bytes> {
+        self.by_group_version.get(gv).cloned()
+    }
 }
 
 /// The `api/v1` or `apis/<group>/<version>` of every registered resource.
-fn group_versions(resources: &[&ServedResource]) -> Vec<String> {
-    let mut gvs: Vec<String> = resources.iter().map(|r| gv_path(r)).collect();
+fn group_versions(resources: &[ServedResource]) -> Vec<String> {
+    let mut gvs: Vec<String> = resources.iter().map(gv_path).collect();
     gvs.sort();
     gvs.dedup();
     gvs
 }
 
+/// `api/v1` or `apis/<group>/<version>`: where a group-version's document is under
+/// `/openapi/v3`. (`ApiResource` has paths of collections only; this is their root without its
+/// leading `/`.)
 fn gv_path(r: &ServedResource) -> String {
     if r.api.group.is_empty() {
         format!("api/{}", r.api.version)
@@ -56,19 +92,15 @@ fn gv_path(r: &ServedResource) -> String {
 
 /// The document of group-version `gv` (`api/v1`, `apis/apps/v1`), `None` if nothing is served
 /// there.
-pub(crate) fn document(resources: &[&ServedResource], gv: &str) -> Option<Value> {
-    let served: Vec<&ServedResource> = resources
-        .iter()
-        .copied()
-        .filter(|r| gv_path(r) == gv)
-        .collect();
+fn document(resources: &[ServedResource], gv: &str) -> Option<Value> {
+    let served: Vec<&ServedResource> = resources.iter().filter(|r| gv_path(r) == gv).collect();
     if served.is_empty() {
         return None;
     }
     let mut paths = BTreeMap::new();
     let mut schemas = BTreeMap::new();
     for r in served {
-        describe(r, gv, &mut paths, &mut schemas);
+        describe(r, &mut paths, &mut schemas);
     }
     schemas.insert(
         "io.k8s.apimachinery.pkg.apis.meta.v1.Patch".to_owned(),
@@ -87,10 +119,12 @@ pub(crate) fn document(resources: &[&ServedResource], gv: &str) -> Option<Value>
     }))
 }
 
-/// Adds the paths and schemas of resource `r`, served in group-version `gv`.
+/// Adds the paths and schemas of resource `r` (its paths are [`ApiResource::collection_path`]'s,
+/// with `{namespace}` and `{name}` for the path parameters).
+///
+/// [`ApiResource::collection_path`]: kcache_store::ApiResource::collection_path
 fn describe(
     r: &ServedResource,
-    gv: &str,
     paths: &mut BTreeMap<String, Value>,
     schemas: &mut BTreeMap<String, Value>,
 ) {
@@ -133,24 +167,16 @@ fn describe(
         list_schema: schema_ref(&format!("{name}List")),
         gvk,
     };
-    let plural = &r.api.plural;
-    let (collection, item, scope) = if r.api.namespaced {
-        paths.insert(
-            format!("/{gv}/{plural}"),
-            json!({"get": ops.list("AllNamespaces")}),
-        );
-        (
-            format!("/{gv}/namespaces/{{namespace}}/{plural}"),
-            format!("/{gv}/namespaces/{{namespace}}/{plural}/{{name}}"),
-            "Namespaced",
-        )
+    // Across namespaces (a namespaced kind's list of every namespace, or a cluster-scoped
+    // kind's collection), and in namespace `{namespace}`.
+    let everywhere = r.api.collection_path(None);
+    let (collection, scope) = if r.api.namespaced {
+        paths.insert(everywhere, json!({"get": ops.list("AllNamespaces")}));
+        (r.api.collection_path(Some("{namespace}")), "Namespaced")
     } else {
-        (
-            format!("/{gv}/{plural}"),
-            format!("/{gv}/{plural}/{{name}}"),
-            "",
-        )
+        (everywhere, "")
     };
+    let item = format!("{collection}/{{name}}");
     let collection_params: Vec<Value> = r
         .api
         .namespaced
@@ -210,8 +236,10 @@ fn path_param(name: &str) -> Value {
 
 fn query_param(name: &str) -> Value {
     let kind = match name {
-        "limit" | "timeoutSeconds" | "gracePeriodSeconds" => "integer",
-        "watch" | "allowWatchBookmarks" | "sendInitialEvents" | "force" => "boolean",
+        query::LIMIT | query::TIMEOUT_SECONDS | "gracePeriodSeconds" => "integer",
+        query::WATCH | query::ALLOW_WATCH_BOOKMARKS | query::SEND_INITIAL_EVENTS | "force" => {
+            "boolean"
+        }
         _ => "string",
     };
     json!({"name": name, "in": "query", "schema": {"type": kind, "uniqueItems": true}})
@@ -256,19 +284,7 @@ impl Operations<'_> {
     }
 
     fn list(&self, scope: &str) -> Value {
-        let params = [
-            "allowWatchBookmarks",
-            "continue",
-            "fieldSelector",
-            "labelSelector",
-            "limit",
-            "resourceVersion",
-            "resourceVersionMatch",
-            "sendInitialEvents",
-            "timeoutSeconds",
-            "watch",
-        ];
-        Value::Object(self.operation("list", "list", scope, &params, &self.list_schema))
+        Value::Object(self.operation("list", "list", scope, &query::ALL, &self.list_schema))
     }
 
     fn read(&self, scope: &str) -> Value {

@@ -8,10 +8,53 @@ use serde_json::Value;
 
 use super::served_resource::{ResourceId, ServedResource};
 use super::status::ApiError;
+use super::util::value_at;
 
 /// The Kubernetes boolean parameter rule: anything but `0`/`false` (any case) is true.
 pub(crate) fn truthy(value: &str) -> bool {
     !(value == "0" || value.eq_ignore_ascii_case("false"))
+}
+
+/// The query parameters of a list or a watch (`ListOptions`) as they are on the wire: what
+/// [`ListParams::parse`] reads, and what the `OpenAPI` documents list for a list operation.
+///
+/// `kcache_reflector::ListOptions::to_query` writes the same names (all but [`WATCH`], which
+/// the HTTP clients add to a watch request); the reflector crate keeps its own spelling.
+pub(crate) mod query {
+    /// `allowWatchBookmarks`.
+    pub(crate) const ALLOW_WATCH_BOOKMARKS: &str = "allowWatchBookmarks";
+    /// `continue`: the token of the next page.
+    pub(crate) const CONTINUE: &str = "continue";
+    /// `fieldSelector`.
+    pub(crate) const FIELD_SELECTOR: &str = "fieldSelector";
+    /// `labelSelector`.
+    pub(crate) const LABEL_SELECTOR: &str = "labelSelector";
+    /// `limit`: objects per page.
+    pub(crate) const LIMIT: &str = "limit";
+    /// `resourceVersion`.
+    pub(crate) const RESOURCE_VERSION: &str = "resourceVersion";
+    /// `resourceVersionMatch`.
+    pub(crate) const RESOURCE_VERSION_MATCH: &str = "resourceVersionMatch";
+    /// `sendInitialEvents`: a streaming list.
+    pub(crate) const SEND_INITIAL_EVENTS: &str = "sendInitialEvents";
+    /// `timeoutSeconds`.
+    pub(crate) const TIMEOUT_SECONDS: &str = "timeoutSeconds";
+    /// `watch`.
+    pub(crate) const WATCH: &str = "watch";
+
+    /// Every one of them, in the order the `OpenAPI` documents list them.
+    pub(crate) const ALL: [&str; 10] = [
+        ALLOW_WATCH_BOOKMARKS,
+        CONTINUE,
+        FIELD_SELECTOR,
+        LABEL_SELECTOR,
+        LIMIT,
+        RESOURCE_VERSION,
+        RESOURCE_VERSION_MATCH,
+        SEND_INITIAL_EVENTS,
+        TIMEOUT_SECONDS,
+        WATCH,
+    ];
 }
 
 /// A request on a resource URL.
@@ -43,41 +86,41 @@ pub(crate) struct ListParams {
 }
 
 impl ListParams {
-    pub(crate) fn parse(query: &[(String, String)], target: &Target) -> Result<Self, ApiError> {
+    pub(crate) fn parse(params: &[(String, String)], target: &Target) -> Result<Self, ApiError> {
         let mut p = ListParams {
             watch: target.watch_prefix,
             ..ListParams::default()
         };
-        for (k, v) in query {
+        for (k, v) in params {
             match k.as_str() {
-                "labelSelector" => {
+                query::LABEL_SELECTOR => {
                     p.label = Selector::parse(v).map_err(|e| {
                         ApiError::bad_request(&format!("unable to parse requirement: {e}"))
                     })?;
                 }
-                "fieldSelector" => {
+                query::FIELD_SELECTOR => {
                     p.field = FieldSelector::parse(v).map_err(|e| {
                         ApiError::bad_request(&format!("invalid field selector: {e}"))
                     })?;
                 }
-                "limit" => {
+                query::LIMIT => {
                     let n: i64 = v
                         .parse()
                         .map_err(|_| ApiError::bad_request(&format!("invalid limit: {v:?}")))?;
                     p.limit = usize::try_from(n).ok().filter(|n| *n > 0);
                 }
-                "continue" if !v.is_empty() => p.continue_token = Some(v.clone()),
-                "resourceVersion" if !v.is_empty() => p.rv = Some(v.clone()),
-                "resourceVersionMatch" if !v.is_empty() => p.rv_match = Some(v.clone()),
-                "timeoutSeconds" => {
+                query::CONTINUE if !v.is_empty() => p.continue_token = Some(v.clone()),
+                query::RESOURCE_VERSION if !v.is_empty() => p.rv = Some(v.clone()),
+                query::RESOURCE_VERSION_MATCH if !v.is_empty() => p.rv_match = Some(v.clone()),
+                query::TIMEOUT_SECONDS => {
                     let n: u64 = v.parse().map_err(|_| {
                         ApiError::bad_request(&format!("invalid timeoutSeconds: {v:?}"))
                     })?;
                     p.timeout = (n > 0).then(|| Duration::from_secs(n));
                 }
-                "watch" => p.watch = truthy(v),
-                "allowWatchBookmarks" => p.bookmarks = truthy(v),
-                "sendInitialEvents" => p.send_initial = Some(truthy(v)),
+                query::WATCH => p.watch = truthy(v),
+                query::ALLOW_WATCH_BOOKMARKS => p.bookmarks = truthy(v),
+                query::SEND_INITIAL_EVENTS => p.send_initial = Some(truthy(v)),
                 _ => {}
             }
         }
@@ -138,7 +181,8 @@ impl ListParams {
         if self.field.is_empty() {
             return true;
         }
-        self.field.matches(|f| field_value(obj, f))
+        self.field
+            .matches(|f| Some(field_value(&target.resource, obj, f)))
     }
 
     pub(crate) fn has_selectors(&self) -> bool {
@@ -146,19 +190,24 @@ impl ListParams {
     }
 }
 
-/// The value of a field-selector path in `obj`.
-fn field_value<'a>(obj: &'a DynamicObject, path: &str) -> Option<&'a str> {
-    match path {
-        "metadata.name" => Some(obj.metadata.name.as_deref().unwrap_or_default()),
-        "metadata.namespace" => Some(obj.metadata.namespace.as_deref().unwrap_or_default()),
-        _ => {
-            let mut parts = path.split('.');
-            let mut cur = obj.data.get(parts.next()?);
-            for part in parts {
-                cur = cur.and_then(|v| v.get(part));
-            }
-            Some(cur.and_then(Value::as_str).unwrap_or_default())
-        }
+/// The value of field selector `field` in `obj`, an object of `resource`: the string at that
+/// dotted path (empty when missing or not a string), except for events' `source`, which
+/// kube-apiserver's event strategy maps to `source.component`, or `reportingComponent` when
+/// that is empty (`source` itself is an object, and would never match).
+fn field_value<'a>(resource: &ServedResource, obj: &'a DynamicObject, field: &str) -> &'a str {
+    let string_at = |path: &str| {
+        value_at(obj, path.split('.'))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    match field {
+        "metadata.name" => obj.metadata.name.as_deref().unwrap_or_default(),
+        "metadata.namespace" => obj.metadata.namespace.as_deref().unwrap_or_default(),
+        "source" if resource.is_core_kind("Event") => match string_at("source.component") {
+            "" => string_at("reportingComponent"),
+            component => component,
+        },
+        path => string_at(path),
     }
 }
 

@@ -15,13 +15,16 @@
 //!
 //! In every kind a `metadata.resourceVersion` the patch sets is a precondition: the write fails
 //! with 409 Conflict unless it is the stored version's. A patch that changes nothing writes
-//! nothing: the object keeps its resource version and no watch event is sent.
+//! nothing: the object keeps its resource version and no watch event is sent. A patch that
+//! makes an object over [`MAX_OBJECT`] bytes of JSON is 413 and writes nothing.
 
 use kcache_store::DynamicObject;
 use serde_json::Value;
 
 use super::json_patch::{self, JsonPatchError};
+use super::limits::MAX_OBJECT;
 use super::status::ApiError;
+use super::util::json_len_within;
 use super::{merge_patch, strategic_merge};
 
 /// How a PATCH body is applied, from its `Content-Type`.
@@ -99,7 +102,7 @@ pub(crate) fn decode(patch_type: PatchType, body: &[u8]) -> Result<Value, ApiErr
 }
 
 /// The object `current` becomes under `patch`, before the write's own checks (name, uid,
-/// resource version).
+/// resource version). The patch works on a copy of `current`: on an error nothing changed.
 pub(crate) fn patched(
     current: &DynamicObject,
     patch_type: PatchType,
@@ -107,10 +110,13 @@ pub(crate) fn patched(
 ) -> Result<DynamicObject, ApiError> {
     let mut doc = serde_json::to_value(current).map_err(super::status::internal)?;
     match patch_type {
-        PatchType::Json => json_patch::apply(&mut doc, patch).map_err(|e| match e {
-            JsonPatchError::Malformed(m) => ApiError::bad_request(&m),
-            JsonPatchError::Failed(m) => ApiError::new(422, "Invalid", &m),
-        })?,
+        PatchType::Json => {
+            doc = json_patch::apply(doc, patch).map_err(|e| match e {
+                JsonPatchError::Malformed(m) => ApiError::bad_request(&m),
+                JsonPatchError::TooLarge(m) => ApiError::entity_too_large(&m),
+                JsonPatchError::Failed(m) => ApiError::new(422, "Invalid", &m),
+            })?;
+        }
         PatchType::Merge | PatchType::Apply => {
             require_object(patch)?;
             merge_patch::merge(&mut doc, patch);
@@ -119,6 +125,11 @@ pub(crate) fn patched(
             require_object(patch)?;
             strategic_merge::merge(&mut doc, patch);
         }
+    }
+    if json_len_within(&doc, MAX_OBJECT).is_none() {
+        return Err(ApiError::entity_too_large(&format!(
+            "the patched object is over the limit of {MAX_OBJECT} bytes"
+        )));
     }
     serde_json::from_value(doc).map_err(|e| {
         ApiError::new(
@@ -134,5 +145,53 @@ fn require_object(patch: &Value) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(ApiError::bad_request("the patch is not a JSON object"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_patched_object_over_the_limit_is_refused() {
+        let mut current = DynamicObject::new(Some("ns"), "c");
+        current
+            .data
+            .insert("data".to_owned(), json!({"a": "x".repeat(MAX_OBJECT / 3)}));
+        // Two copies of a third of the limit: within the copy limit, but the object is over.
+        let copies = json!([
+            {"op": "copy", "from": "/data/a", "path": "/data/b"},
+            {"op": "copy", "from": "/data/a", "path": "/data/c"},
+        ]);
+        let err = patched(&current, PatchType::Json, &copies).unwrap_err();
+        assert_eq!(err.code, 413, "{err:?}");
+        let one = json!([{"op": "copy", "from": "/data/a", "path": "/data/b"}]);
+        let ok = patched(&current, PatchType::Json, &one).unwrap();
+        assert_eq!(ok.data["data"]["b"], current.data["data"]["a"]);
+        // Too many operations is 413 too; a malformed patch 400, a failed one 422.
+        let many = Value::Array(vec![
+            json!({"op": "test", "path": "/data", "value": {}});
+            10_001
+        ]);
+        assert_eq!(
+            patched(&current, PatchType::Json, &many).unwrap_err().code,
+            413
+        );
+        let malformed = json!([{"op": "add"}]);
+        assert_eq!(
+            patched(&current, PatchType::Json, &malformed)
+                .unwrap_err()
+                .code,
+            400
+        );
+        let missing = json!([{"op": "remove", "path": "/nope"}]);
+        assert_eq!(
+            patched(&current, PatchType::Json, &missing)
+                .unwrap_err()
+                .code,
+            422
+        );
     }
 }

@@ -2,13 +2,12 @@
 //! checked under the same lock as the delete itself.
 
 use kcache_store::DynamicObject;
-use serde_json::Value;
 
 use super::status::ApiError;
 
 /// The uid and resource version a delete requires the stored object to have; a mismatch is 409
 /// Conflict and deletes nothing. Over HTTP, `preconditions` of the request's `DeleteOptions`
-/// body.
+/// body (read with the rest of that body).
 ///
 /// ```
 /// use kcache_testing_server::fake_api_server::Preconditions;
@@ -48,24 +47,6 @@ impl Preconditions {
     pub fn and_resource_version(mut self, rv: &str) -> Self {
         self.resource_version = Some(rv.to_owned());
         self
-    }
-
-    /// The preconditions of a `DeleteOptions` body (empty when it has none).
-    pub(crate) fn from_delete_options(options: &Value) -> Result<Self, ApiError> {
-        let Some(pre) = options.get("preconditions").filter(|p| !p.is_null()) else {
-            return Ok(Self::default());
-        };
-        let field = |name: &str| match pre.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(ApiError::bad_request(&format!(
-                "DeleteOptions: preconditions.{name} is not a string"
-            ))),
-        };
-        Ok(Self {
-            uid: field("uid")?,
-            resource_version: field("resourceVersion")?,
-        })
     }
 
     /// 409 Conflict unless `obj` has the required uid and resource version.

@@ -7,7 +7,7 @@ use super::body::ResponseBody;
 use super::status::{ApiError, ErrorBody};
 
 /// A JSON response with status `code` and `body`.
-pub(crate) fn json_response(code: u16, body: Vec<u8>) -> Response<ResponseBody> {
+pub(crate) fn json_response(code: u16, body: impl Into<Bytes>) -> Response<ResponseBody> {
     let mut resp = Response::new(ResponseBody::full(body));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
     resp.headers_mut().insert(

@@ -1,24 +1,24 @@
-//! Routing and the non-watch handlers: discovery and `OpenAPI`, list, get, create, update, patch,
-//! delete.
+//! Routing and the non-watch handlers: list, get, create, update, patch, delete (discovery and
+//! `OpenAPI` documents are [`discovery`](super::discovery)'s).
 
-use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use http::{Method, Request, Response, header};
-use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper::body::{Body, Incoming};
 use kcache_store::DynamicObject;
 use serde_json::{Value, json};
 
 use super::body::ResponseBody;
+use super::delete_options::DeleteOptions;
+use super::discovery;
 use super::faults::{FaultKind, RequestShape, Verb};
-use super::openapi;
-use super::params::{ListParams, Target, parse_rv, truthy};
+use super::limits::MAX_BODY;
+use super::params::{self, ListParams, Target, parse_rv, truthy};
 use super::patch::{self, PatchType};
-use super::preconditions::Preconditions;
 use super::response::{error_response, json_response};
 use super::served_resource::{ResourceId, ServedResource};
 use super::state::{RequestRecord, Shared, wait_for_rv};
@@ -28,9 +28,6 @@ use super::table;
 use super::util::parse_query;
 use super::watch;
 use super::write_options;
-
-/// Largest request body accepted (POST/PUT/PATCH/DELETE).
-const MAX_BODY: usize = 16 << 20;
 
 fn object_response(
     code: u16,
@@ -136,17 +133,17 @@ async fn route(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     if method == Method::GET
-        && let Some(v) = discovery(shared, &segs, address)
+        && let Some(document) = discovery::document(shared, &segs, address)
     {
-        return Ok(json_response(
-            200,
-            serde_json::to_vec(&v).unwrap_or_default(),
-        ));
+        return Ok(json_response(200, document));
     }
     let target = parse_target(shared, &segs).map_err(err)?;
     let format = negotiate(accept.as_deref()).map_err(err)?;
     let table = format == Format::Table;
-    let is_watch = target.watch_prefix || query.iter().any(|(k, v)| k == "watch" && truthy(v));
+    let is_watch = target.watch_prefix
+        || query
+            .iter()
+            .any(|(k, v)| k == params::query::WATCH && truthy(v));
     let verb = match *method {
         Method::GET if is_watch => Verb::Watch,
         Method::GET if target.name.is_some() => Verb::Get,
@@ -164,11 +161,13 @@ async fn route(
         }
     };
     let shape = RequestShape {
-        continue_token: query.iter().any(|(k, v)| k == "continue" && !v.is_empty()),
+        continue_token: query
+            .iter()
+            .any(|(k, v)| k == params::query::CONTINUE && !v.is_empty()),
         streaming_list: verb == Verb::Watch
             && query
                 .iter()
-                .any(|(k, v)| k == "sendInitialEvents" && truthy(v)),
+                .any(|(k, v)| k == params::query::SEND_INITIAL_EVENTS && truthy(v)),
     };
     let fault = shared.lock().take_fault(verb, &target.id, shape);
     if let Some(e) = fault.as_ref().and_then(super::faults::FaultKind::as_error) {
@@ -210,32 +209,33 @@ async fn route(
                 )));
             };
             write_options::check(query, None).map_err(err)?;
-            let body = read_body(req).await.map_err(err)?;
-            let preconditions = if body.iter().all(u8::is_ascii_whitespace) {
-                Preconditions::default()
-            } else {
-                let options: Value = serde_json::from_slice(&body).map_err(|e| {
-                    err(ApiError::bad_request(&format!(
-                        "the DeleteOptions provided are unrecognized: {e}"
-                    )))
-                })?;
-                Preconditions::from_delete_options(&options).map_err(err)?
-            };
+            let body = read_body(req.into_body()).await.map_err(err)?;
+            let options = DeleteOptions::parse(&body).map_err(err)?;
             let ns = target.namespace.as_deref();
             let obj = shared
-                .mutate(|s| s.delete(&target.id, ns, name, &preconditions))
+                .mutate(|s| s.delete(&target.id, ns, name, &options.preconditions))
                 .map_err(err)?;
             Ok(object_response(200, &obj, None))
         }
     }
 }
 
-/// Reads a request body, up to [`MAX_BODY`].
-async fn read_body(req: Request<Incoming>) -> Result<bytes::Bytes, ApiError> {
-    Ok(Limited::new(req.into_body(), MAX_BODY)
+/// Reads a request body, up to [`MAX_BODY`] (413 beyond, as kube-apiserver answers).
+async fn read_body<B>(body: B) -> Result<bytes::Bytes, ApiError>
+where
+    B: Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    Ok(Limited::new(body, MAX_BODY)
         .collect()
         .await
-        .map_err(|e| ApiError::bad_request(&format!("reading body: {e}")))?
+        .map_err(|e| {
+            if e.is::<LengthLimitError>() {
+                ApiError::entity_too_large(&format!("limit is {MAX_BODY}"))
+            } else {
+                ApiError::bad_request(&format!("reading body: {e}"))
+            }
+        })?
         .to_bytes())
 }
 
@@ -272,7 +272,7 @@ async fn write(
         _ => {}
     }
     write_options::check(query, patch_type)?;
-    let body = read_body(req).await?;
+    let body = read_body(req.into_body()).await?;
     if let (Some(patch_type), Some(name)) = (patch_type, name) {
         let patch = patch::decode(patch_type, &body)?;
         let (obj, created) =
@@ -355,76 +355,6 @@ fn parse_target(shared: &Shared, segs: &[&str]) -> Result<Target, ApiError> {
         name,
         watch_prefix,
     })
-}
-
-fn discovery(shared: &Shared, segs: &[&str], address: &str) -> Option<Value> {
-    let state = shared.lock();
-    let resources: Vec<&ServedResource> = state.resources.values().map(|r| &r.resource).collect();
-    let resource_list = |group: &str, version: &str| {
-        let items: Vec<Value> = resources
-            .iter()
-            .filter(|r| r.api.group == group && r.api.version == version)
-            .map(|r| {
-                json!({
-                    "name": r.api.plural,
-                    "singularName": r.singular(),
-                    "namespaced": r.api.namespaced,
-                    "kind": r.kind,
-                    "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
-                    "shortNames": r.short_names,
-                })
-            })
-            .collect();
-        let group_version = if group.is_empty() {
-            version.to_owned()
-        } else {
-            format!("{group}/{version}")
-        };
-        (!items.is_empty()).then(|| {
-            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": items})
-        })
-    };
-    let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for r in resources.iter().filter(|r| !r.api.group.is_empty()) {
-        let versions = groups.entry(&r.api.group).or_default();
-        if !versions.contains(&r.api.version.as_str()) {
-            versions.push(&r.api.version);
-        }
-    }
-    let group_json = |name: &str, versions: &[&str]| {
-        let vs: Vec<Value> = versions
-            .iter()
-            .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
-            .collect();
-        json!({"name": name, "versions": vs, "preferredVersion": vs.first().cloned().unwrap_or(Value::Null)})
-    };
-    match segs {
-        ["version"] => Some(json!({
-            "major": "1", "minor": "34", "gitVersion": "v1.34.0-kcache-fake",
-            "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
-            "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24", "compiler": "gc",
-            "platform": "linux/amd64",
-        })),
-        ["api"] => Some(json!({
-            "kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
-        })),
-        ["api", version] => resource_list("", version),
-        ["apis"] => Some(json!({
-            "kind": "APIGroupList", "apiVersion": "v1",
-            "groups": groups.iter().map(|(g, vs)| group_json(g, vs)).collect::<Vec<_>>(),
-        })),
-        ["apis", group] => groups.get(group).map(|vs| {
-            let mut g = group_json(group, vs);
-            g["kind"] = json!("APIGroup");
-            g["apiVersion"] = json!("v1");
-            g
-        }),
-        ["apis", group, version] => resource_list(group, version),
-        ["openapi", "v3"] => Some(openapi::root(&resources)),
-        ["openapi", "v3", gv @ ..] => openapi::document(&resources, &gv.join("/")),
-        _ => None,
-    }
 }
 
 /// A decoded continue token.
@@ -668,4 +598,22 @@ fn list_body(
     }
     out.extend_from_slice(b"]}");
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::Full;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn bodies_are_read_up_to_three_mebibytes() {
+        let body = |len: usize| Full::new(bytes::Bytes::from(vec![b' '; len]));
+        assert_eq!(
+            read_body(body(MAX_BODY)).await.map(|b| b.len()),
+            Ok(MAX_BODY)
+        );
+        let over = read_body(body(MAX_BODY + 1)).await.unwrap_err();
+        assert_eq!(over.code, 413, "{over:?}");
+    }
 }

@@ -82,7 +82,9 @@ impl ServedResource {
     }
 
     /// Core `v1` events, with the field selectors `kubectl describe` sends
-    /// (`involvedObject.kind`, `.name`, `.namespace`, `.uid`, ...) and `reason`, `type`.
+    /// (`involvedObject.kind`, `.name`, `.namespace`, `.uid`, ...) and `reason`, `type`,
+    /// `reportingComponent` and `source`, which selects on `source.component` (or
+    /// `reportingComponent` when that is empty), as on kube-apiserver.
     pub fn events() -> Self {
         [
             "involvedObject.apiVersion",
@@ -190,6 +192,11 @@ impl ServedResource {
     /// The singular name used in messages and discovery: the lowercase kind.
     pub(crate) fn singular(&self) -> String {
         self.kind.to_lowercase()
+    }
+
+    /// Whether this is the core (`""` group) resource of kind `kind`.
+    pub(crate) fn is_core_kind(&self, kind: &str) -> bool {
+        self.api.group.is_empty() && self.kind == kind
     }
 
     /// `pods` or `widgets.example.com`, as used in error messages (`pods "x" not found`).

@@ -2,6 +2,7 @@
 //! history per resource, the registered watchers and the pending faults.
 
 use std::borrow::Cow;
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -13,13 +14,15 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::faults::{Fault, FaultKind, RequestShape, UndecodableEvent, Verb};
+use super::namespaces::{self, INITIAL_NAMESPACES, default_namespace};
+use super::openapi::Documents;
 use super::patch::{self, PatchType};
 use super::preconditions::Preconditions;
 use super::remaining::RemainingCounts;
 use super::served_resource::{ResourceId, ServedResource};
 use super::status::ApiError;
 use super::stored::Stored;
-use super::util::{fnv1a, now_secs};
+use super::util::now_secs;
 
 /// Tunables fixed at start (see [`FakeApiServerBuilder`](super::FakeApiServerBuilder)).
 #[derive(Debug, Clone)]
@@ -131,7 +134,10 @@ impl RequestRecord {
 
     /// Whether this was a watch request.
     pub fn is_watch(&self) -> bool {
-        self.path.contains("/watch/") || self.param("watch").is_some_and(super::params::truthy)
+        self.path.contains("/watch/")
+            || self
+                .param(super::params::query::WATCH)
+                .is_some_and(super::params::truthy)
     }
 }
 
@@ -149,6 +155,11 @@ pub(crate) struct State {
     pub(crate) stale_rv0: Option<u64>,
     pub(crate) rng: fastrand::Rng,
     pub(crate) log: VecDeque<RequestRecord>,
+    /// Resources registered so far: the `OpenAPI` documents below describe those of this count.
+    pub(crate) registrations: u64,
+    /// The `OpenAPI` documents of the registered resources, once asked for (dropped when one is
+    /// registered; see [`discovery`](super::discovery)).
+    pub(crate) openapi: Option<Arc<Documents>>,
     history_limit: usize,
 }
 
@@ -167,7 +178,16 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(config: Config, resources: Vec<ServedResource>, seed: u64) -> Self {
+    /// The state of a new server: `resources` registered, the initial namespaces made.
+    ///
+    /// # Errors
+    ///
+    /// 500 if an initial namespace cannot be encoded (it always can).
+    pub(crate) fn new(
+        config: Config,
+        resources: Vec<ServedResource>,
+        seed: u64,
+    ) -> Result<Self, ApiError> {
         let mut state = State {
             rv: 1,
             resources: BTreeMap::new(),
@@ -177,22 +197,26 @@ impl Shared {
             stale_rv0: None,
             rng: fastrand::Rng::with_seed(seed),
             log: VecDeque::new(),
+            registrations: 0,
+            openapi: None,
             history_limit: config.history_limit.max(1),
         };
         for r in resources {
             state.register(r);
         }
         for ns in INITIAL_NAMESPACES {
-            state.ensure_namespace(ns);
+            if let Some(namespace) = state.new_namespace(ns, state.rv)? {
+                state.add_namespace(ns, namespace);
+            }
         }
-        Self {
+        Ok(Self {
             state: Mutex::new(state),
             config,
             rv_tx: watch::Sender::new(1),
             bookmark_tx: watch::Sender::new(0),
             paused_tx: watch::Sender::new(false),
             cancel: CancellationToken::new(),
-        }
+        })
     }
 
     /// Locks the state. Never held across an `.await`.
@@ -210,31 +234,6 @@ impl Shared {
             changed
         });
         out
-    }
-}
-
-/// The namespaces that exist when a server starts, as in a new cluster (at the initial resource
-/// version, 1).
-const INITIAL_NAMESPACES: [&str; 4] = ["default", "kube-node-lease", "kube-public", "kube-system"];
-
-/// The label kube-apiserver puts on every namespace, naming it.
-const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
-
-/// Defaults a new Namespace as kube-apiserver does: phase `Active`, and the label naming it.
-fn default_namespace(obj: &mut DynamicObject) {
-    let name = obj.metadata.name.clone().unwrap_or_default();
-    obj.metadata
-        .labels
-        .get_or_insert_default()
-        .insert(NAMESPACE_NAME_LABEL.to_owned(), name);
-    let status = obj
-        .data
-        .entry("status")
-        .or_insert_with(|| Value::Object(serde_json::Map::new()));
-    if let Value::Object(status) = status {
-        status
-            .entry("phase")
-            .or_insert_with(|| Value::from("Active"));
     }
 }
 
@@ -267,8 +266,6 @@ pub(crate) struct WatchSetup {
 
 /// The stored object an update or delete acts on, as [`State::existing`] finds it.
 struct Existing<'n> {
-    /// The object's resource.
-    resource: ServedResource,
     /// The namespace as it applies to the resource: `None` when cluster-scoped.
     namespace: Option<&'n str>,
     /// The store key.
@@ -278,10 +275,10 @@ struct Existing<'n> {
 }
 
 impl State {
+    /// Serves `resource` from now on (nothing changes if it is served already).
     pub(crate) fn register(&mut self, resource: ServedResource) {
-        self.resources
-            .entry(resource.id())
-            .or_insert_with(|| ResourceState {
+        if let Entry::Vacant(slot) = self.resources.entry(resource.id()) {
+            slot.insert(ResourceState {
                 resource,
                 objects: BTreeMap::new(),
                 history: VecDeque::new(),
@@ -289,6 +286,9 @@ impl State {
                 watchers: Vec::new(),
                 remaining: RemainingCounts::default(),
             });
+            self.registrations += 1;
+            self.openapi = None;
+        }
     }
 
     pub(crate) fn resource(&self, id: &ResourceId) -> Result<&ResourceState, ApiError> {
@@ -388,6 +388,9 @@ impl State {
         } else {
             None
         };
+        if let Some(ns) = &namespace {
+            namespaces::check_name(ns)?;
+        }
         obj.metadata.namespace.clone_from(&namespace);
         if obj.metadata.name.as_deref().is_none_or(str::is_empty) {
             let Some(prefix) = obj
@@ -423,55 +426,49 @@ impl State {
         if *id == *NAMESPACES {
             default_namespace(&mut obj);
         }
+        // The namespace the object is created in comes to exist with it, at the RV the write
+        // is about to take; made first, so that the write happens whole or not at all.
+        let new_namespace = match &namespace {
+            Some(ns) => self.new_namespace(ns, self.rv + 1)?,
+            None => None,
+        };
         let stored = self.commit(id, EventType::Added, key, obj, None)?;
-        if let Some(ns) = &namespace {
-            self.ensure_namespace(ns);
+        if let (Some(ns), Some(new_namespace)) = (&namespace, new_namespace) {
+            self.add_namespace(ns, new_namespace);
         }
         Ok(stored)
     }
 
-    /// Creates Namespace `name` if the server serves namespaces and has none of that name: the
-    /// namespace an object is created in comes to exist with it, at the same resource version
-    /// (one write, as etcd would commit two keys in one transaction), so the resource versions
-    /// of the objects a test writes do not depend on which namespaces existed before.
-    fn ensure_namespace(&mut self, name: &str) {
-        let id = &*NAMESPACES;
-        let rv = self.rv;
-        let Some(rs) = self.resources.get(id) else {
-            return;
-        };
-        if rs.objects.contains_key(name) {
-            return;
-        }
-        // From its own generator, so that the server's other generated values (uids, names) are
-        // the same as without it.
-        let uid = uuid(&mut fastrand::Rng::with_seed(fnv1a(name.as_bytes(), rv)));
-        let mut obj = DynamicObject::new(None, name);
-        obj.api_version = Some(rs.resource.api.api_version());
-        obj.kind = Some(rs.resource.kind.clone());
-        obj.metadata.uid = Some(uid);
-        obj.metadata.resource_version = Some(rv.to_string());
-        obj.metadata.creation_timestamp = Some(rfc3339(now_secs()));
-        obj.data.insert(
-            "spec".to_owned(),
-            serde_json::json!({"finalizers": ["kubernetes"]}),
-        );
-        default_namespace(&mut obj);
-        let Ok(stored) = Stored::new(obj) else {
-            return;
-        };
-        if let Some(rs) = self.resources.get_mut(id) {
-            rs.objects.insert(name.to_owned(), stored.clone());
-        }
-        // At start (RV 1) the namespaces are the initial state, with no event.
-        if rv > 1 {
-            self.record(id, EventType::Added, name.to_owned(), stored, None);
+    /// Namespace `name` as it would come to exist at `rv`, if the server serves namespaces and
+    /// has none of that name: the namespace an object is created in comes to exist with it, at
+    /// the same resource version (one write, as etcd would commit two keys in one
+    /// transaction), so the resource versions of the objects a test writes do not depend on
+    /// which namespaces existed before. It stays after them (see
+    /// [`namespaces`](super::namespaces)).
+    fn new_namespace(&self, name: &str, rv: u64) -> Result<Option<Arc<Stored>>, ApiError> {
+        match self.resources.get(&*NAMESPACES) {
+            Some(rs) if !rs.objects.contains_key(name) => {
+                namespaces::namespace_object(&rs.resource, name, rv).map(Some)
+            }
+            _ => Ok(None),
         }
     }
 
-    /// The stored object `name` of `id` that an update or delete acts on, with the resource, the
-    /// namespace as it applies to the resource (`None` when cluster-scoped) and the store key;
-    /// 404 Not Found if there is no such object.
+    /// Stores a namespace that [`new_namespace`](Self::new_namespace) made, with its ADDED
+    /// event (none at start, RV 1: the initial namespaces are the initial state).
+    fn add_namespace(&mut self, name: &str, namespace: Arc<Stored>) {
+        let id = &*NAMESPACES;
+        if let Some(rs) = self.resources.get_mut(id) {
+            rs.objects.insert(name.to_owned(), namespace.clone());
+        }
+        if self.rv > 1 {
+            self.record(id, EventType::Added, name.to_owned(), namespace, None);
+        }
+    }
+
+    /// The stored object `name` of `id` that an update or delete acts on, with the namespace as
+    /// it applies to the resource (`None` when cluster-scoped) and the store key; 404 Not Found
+    /// if there is no such object.
     fn existing<'n>(
         &self,
         id: &ResourceId,
@@ -479,18 +476,16 @@ impl State {
         name: &str,
     ) -> Result<Existing<'n>, ApiError> {
         let rs = self.resource(id)?;
-        let resource = rs.resource.clone();
-        let namespace = if resource.api.namespaced {
+        let namespace = if rs.resource.api.namespaced {
             namespace
         } else {
             None
         };
         let key = key_of(namespace, name);
         let Some(old) = rs.objects.get(&key).cloned() else {
-            return Err(ApiError::not_found(&resource.qualified(), name));
+            return Err(ApiError::not_found(&rs.resource.qualified(), name));
         };
         Ok(Existing {
-            resource,
             namespace,
             key,
             old,
@@ -528,20 +523,30 @@ impl State {
         id: &ResourceId,
         namespace: Option<&str>,
         name: &str,
+        obj: DynamicObject,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let existing = self.existing(id, namespace, name)?;
+        self.replace(id, name, existing, obj)
+    }
+
+    /// Replaces `existing`, object `name` of `id`, with `obj` (see [`update`](Self::update)).
+    fn replace(
+        &mut self,
+        id: &ResourceId,
+        name: &str,
+        existing: Existing<'_>,
         mut obj: DynamicObject,
     ) -> Result<Arc<Stored>, ApiError> {
         let Existing {
-            resource,
             namespace,
             key,
             old,
-        } = self.existing(id, namespace, name)?;
+        } = existing;
         let current = &*old.object;
         if obj.metadata.name.as_deref().is_some_and(|n| n != name) {
-            return Err(ApiError::bad_request(
-                "the name of the object does not match the name on the URL",
-            ));
+            return Err(name_mismatch(obj.metadata.name.as_deref(), name));
         }
+        let resource = &self.resource(id)?.resource;
         let rv_mismatch = obj.metadata.resource_version.as_deref().is_some_and(|rv| {
             !rv.is_empty() && Some(rv) != current.metadata.resource_version.as_deref()
         });
@@ -595,11 +600,9 @@ impl State {
         name: &str,
         preconditions: &Preconditions,
     ) -> Result<Arc<Stored>, ApiError> {
-        let Existing {
-            resource, key, old, ..
-        } = self.existing(id, namespace, name)?;
+        let Existing { key, old, .. } = self.existing(id, namespace, name)?;
         let current = &*old.object;
-        preconditions.check(current, &resource.qualified())?;
+        preconditions.check(current, &self.resource(id)?.resource.qualified())?;
         if !finalizers_empty(current) {
             if current.metadata.deletion_timestamp.is_some() {
                 return Ok(old);
@@ -625,9 +628,8 @@ impl State {
         patch_type: PatchType,
         body: &Value,
     ) -> Result<(Arc<Stored>, bool), ApiError> {
-        let resource = self.resource(id)?.resource.clone();
         if patch_type == PatchType::Apply {
-            check_applied_type(&resource, body)?;
+            check_applied_type(&self.resource(id)?.resource, body)?;
         }
         let existing = match self.existing(id, namespace, name) {
             Ok(existing) => existing,
@@ -644,11 +646,11 @@ impl State {
             Err(e) => return Err(e),
         };
         let obj = patch::patched(&existing.old.object, patch_type, body)?;
+        // Unlike a PUT body, which may leave the name out, a patched object must keep it.
         if obj.metadata.name.as_deref() != Some(name) {
             return Err(name_mismatch(obj.metadata.name.as_deref(), name));
         }
-        self.update(id, existing.namespace, name, obj)
-            .map(|s| (s, false))
+        self.replace(id, name, existing, obj).map(|s| (s, false))
     }
 
     pub(crate) fn get(

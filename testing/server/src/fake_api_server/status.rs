@@ -88,6 +88,15 @@ impl ApiError {
         Self::new(400, "BadRequest", message)
     }
 
+    /// 413 Request Entity Too Large (a body, a JSON patch or a patched object over its limit).
+    pub(crate) fn entity_too_large(message: &str) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            &format!("Request entity too large: {message}"),
+        )
+    }
+
     /// 422 Invalid on `ListOptions` (group `meta.k8s.io`).
     pub(crate) fn invalid_list_options(field: &str, message: &str) -> Self {
         Self::with_details(

@@ -6,41 +6,65 @@
 use kcache_store::DynamicObject;
 use serde_json::{Value, json};
 
-use super::columns::columns;
+use super::columns::{Column, columns};
 use super::served_resource::ServedResource;
 use super::util::now_secs;
 
-/// The Table of `items`, objects of `resource`, at list RV `rv`.
+/// The Tables of one resource: its columns and their definitions, computed once, for a list or
+/// for every event of a table watch.
+pub(crate) struct Printer {
+    columns: Vec<Column>,
+    /// The `columnDefinitions` of every Table.
+    definitions: Value,
+}
+
+impl Printer {
+    /// The printer of `resource`'s kind.
+    pub(crate) fn new(resource: &ServedResource) -> Self {
+        let columns = columns(resource);
+        let definitions = columns.iter().map(Column::definition).collect();
+        Self {
+            columns,
+            definitions: Value::Array(definitions),
+        }
+    }
+
+    /// The Table of `items` at list RV `rv`.
+    pub(crate) fn table(&self, rv: Option<&str>, items: &[&DynamicObject]) -> Value {
+        let now = now_secs();
+        let rows: Vec<Value> = items
+            .iter()
+            .map(|o| {
+                let cells: Vec<Value> = self.columns.iter().map(|c| (c.cell)(o, now)).collect();
+                json!({
+                    "cells": cells,
+                    "object": {
+                        "kind": "PartialObjectMetadata",
+                        "apiVersion": "meta.k8s.io/v1",
+                        "metadata": o.metadata,
+                    },
+                })
+            })
+            .collect();
+        let mut meta = serde_json::Map::new();
+        if let Some(rv) = rv {
+            meta.insert("resourceVersion".into(), json!(rv));
+        }
+        json!({
+            "kind": "Table",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": meta,
+            "columnDefinitions": self.definitions,
+            "rows": rows,
+        })
+    }
+}
+
+/// The Table of `items`, objects of `resource`, at list RV `rv` (one list or object).
 pub(crate) fn table(
     resource: &ServedResource,
     rv: Option<&str>,
     items: &[&DynamicObject],
 ) -> Value {
-    let columns = columns(resource);
-    let now = now_secs();
-    let rows: Vec<Value> = items
-        .iter()
-        .map(|o| {
-            let cells: Vec<Value> = columns.iter().map(|c| (c.cell)(o, now)).collect();
-            json!({
-                "cells": cells,
-                "object": {
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": o.metadata,
-                },
-            })
-        })
-        .collect();
-    let mut meta = serde_json::Map::new();
-    if let Some(rv) = rv {
-        meta.insert("resourceVersion".into(), json!(rv));
-    }
-    json!({
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": meta,
-        "columnDefinitions": columns.iter().map(super::columns::Column::definition).collect::<Vec<_>>(),
-        "rows": rows,
-    })
+    Printer::new(resource).table(rv, items)
 }

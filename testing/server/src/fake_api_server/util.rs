@@ -1,7 +1,13 @@
 //! Small helpers over crates in the tree: query-string decoding (`percent-encoding`), RFC 3339
-//! parsing (`jiff`), the clock, kubectl-style ages and a small hash.
+//! parsing (`jiff`), the clock, kubectl-style ages, a small hash, the value at a path in an
+//! object and the length of a JSON encoding up to a limit.
 
+use std::io;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use kcache_store::DynamicObject;
+use serde::Serialize;
+use serde_json::Value;
 
 /// Decodes one `application/x-www-form-urlencoded` component: `+` is a space (a `%2B` stays a
 /// plus), invalid escapes are kept as written and invalid UTF-8 becomes U+FFFD.
@@ -70,6 +76,42 @@ pub(crate) fn fnv1a(bytes: &[u8], salt: u64) -> u64 {
     })
 }
 
+/// The value at `path` (field names, outermost first) among the object's non-metadata fields
+/// (`spec`, `status`, ...), `None` if a field on the way is missing or not an object.
+pub(crate) fn value_at<'o, 'p>(
+    obj: &'o DynamicObject,
+    path: impl IntoIterator<Item = &'p str>,
+) -> Option<&'o Value> {
+    let mut path = path.into_iter();
+    let first = obj.data.get(path.next()?)?;
+    path.try_fold(first, |v, field| v.get(field))
+}
+
+/// The length of `value`'s JSON encoding, or `None` when it is over `limit` bytes: the encoding
+/// stops there, so an object of any size costs at most `limit` bytes of work.
+pub(crate) fn json_len_within(value: &impl Serialize, limit: usize) -> Option<usize> {
+    /// Counts what is written; fails past the limit, which ends the encoding.
+    struct Counter {
+        written: usize,
+        limit: usize,
+    }
+    impl io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.written = self.written.saturating_add(buf.len());
+            if self.written > self.limit {
+                return Err(io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { written: 0, limit };
+    serde_json::to_writer(&mut counter, value).ok()?;
+    Some(counter.written)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +149,30 @@ mod tests {
         for (secs, age) in cases {
             assert_eq!(human_age(secs), age, "{secs} s");
         }
+    }
+
+    #[test]
+    fn values_at_paths_and_bounded_lengths() {
+        let mut obj = DynamicObject::new(Some("ns"), "p");
+        obj.data.insert(
+            "spec".to_owned(),
+            serde_json::json!({"nodeName": "n1", "selector": {"app": "web"}}),
+        );
+        assert_eq!(
+            value_at(&obj, "spec.nodeName".split('.')),
+            Some(&Value::from("n1"))
+        );
+        assert_eq!(
+            value_at(&obj, ["spec", "selector", "app"]),
+            Some(&Value::from("web"))
+        );
+        assert_eq!(value_at(&obj, ["spec", "nodeName", "x"]), None);
+        assert_eq!(value_at(&obj, ["status"]), None);
+        assert_eq!(value_at(&obj, []), None);
+        let value = serde_json::json!({"a": "xyz"});
+        assert_eq!(json_len_within(&value, 100), Some(11));
+        assert_eq!(json_len_within(&value, 11), Some(11));
+        assert_eq!(json_len_within(&value, 10), None);
     }
 
     #[test]

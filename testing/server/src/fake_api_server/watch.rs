@@ -24,7 +24,7 @@ use super::response::error_response;
 use super::state::{Event, EventType, Shared, wait_for_rv};
 use super::status::ApiError;
 use super::stored::Stored;
-use super::table;
+use super::table::Printer;
 
 /// Chunks buffered between a watch task and hyper.
 const BODY_BUFFER: usize = 16;
@@ -143,9 +143,9 @@ fn stream(
             && p.field.is_empty()
             && p.name.is_none(),
         shared: shared.clone(),
+        table: table.then(|| Printer::new(&target.resource)),
         target,
         p,
-        table,
         tx,
         batch: Vec::new(),
         sent: 0,
@@ -166,7 +166,8 @@ struct Producer {
     shared: Arc<Shared>,
     target: Target,
     p: ListParams,
-    table: bool,
+    /// For a table watch, the printer of the resource's Tables (its columns computed once).
+    table: Option<Printer>,
     tx: mpsc::Sender<Chunk>,
     /// Lines written but not sent yet (see [`Producer::write`]).
     batch: Vec<u8>,
@@ -407,13 +408,9 @@ impl Producer {
     }
 
     async fn send_object(&mut self, kind: &str, obj: &Stored) -> Result<(), Stop> {
-        if self.table {
+        if let Some(printer) = &self.table {
             let obj = &*obj.object;
-            let t = table::table(
-                &self.target.resource,
-                obj.metadata.resource_version.as_deref(),
-                &[obj],
-            );
+            let t = printer.table(obj.metadata.resource_version.as_deref(), &[obj]);
             return self.send_counted(|out| write_line(out, kind, &t)).await;
         }
         if let Some(broken) = self.undecodable(kind, obj) {

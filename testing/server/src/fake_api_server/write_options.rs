@@ -6,7 +6,8 @@
 //! - `fieldManager` is required for an apply patch (422 without it, as on the real server) and
 //!   otherwise ignored: no `managedFields` are kept.
 //! - `dryRun` is refused (400): writes here always happen, and a test that asked for a dry run
-//!   must not see one.
+//!   must not see one. A DELETE may also ask for it in its body, where kubectl and client-go put
+//!   it ([`DeleteOptions`](super::delete_options::DeleteOptions) refuses it there).
 
 use super::patch::PatchType;
 use super::status::ApiError;
@@ -28,9 +29,7 @@ pub(crate) fn check(query: &[(String, String)], patch: Option<PatchType>) -> Res
         )));
     }
     if param("dryRun").is_some_and(|v| !v.is_empty()) {
-        return Err(ApiError::bad_request(
-            "dryRun is not supported by the fake API server: its writes always happen",
-        ));
+        return Err(dry_run_refused());
     }
     if patch == Some(PatchType::Apply) && param("fieldManager").is_none_or(str::is_empty) {
         return Err(ApiError::new(
@@ -41,4 +40,11 @@ pub(crate) fn check(query: &[(String, String)], patch: Option<PatchType>) -> Res
         ));
     }
     Ok(())
+}
+
+/// The 400 for a write that asks for a dry run, in its query or in its `DeleteOptions` body.
+pub(crate) fn dry_run_refused() -> ApiError {
+    ApiError::bad_request(
+        "dryRun is not supported by the fake API server: its writes always happen",
+    )
 }

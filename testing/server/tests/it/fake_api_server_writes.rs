@@ -259,6 +259,39 @@ async fn put_with_a_stale_resource_version_conflicts() {
 }
 
 #[tokio::test]
+async fn json_patches_stay_within_kube_apiservers_limits() {
+    let (server, client) = with_configmap().await;
+    // Each copy of the object into a child of its own doubles it: refused once the copies pass
+    // 3 MiB in all (some twenty operations here), not after 2^40 copies of the object.
+    let doubling: Vec<Value> = (0..40)
+        .map(|i| json!({"op": "copy", "from": "/data", "path": format!("/data/c{i}")}))
+        .collect();
+    let reply = client.patch(CM, JSON_PATCH, &json!(doubling)).await;
+    let status = assert_reply(&reply, StatusCode::UNPROCESSABLE_ENTITY, Some("Invalid"));
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("accumulated size"),
+        "{status}"
+    );
+    // More than 10,000 operations: 413.
+    let many = vec![json!({"op": "test", "path": "/data/a", "value": "1"}); 10_001];
+    let reply = client.patch(CM, JSON_PATCH, &json!(many)).await;
+    assert_reply(
+        &reply,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        Some("RequestEntityTooLarge"),
+    );
+    // Nothing was written.
+    assert_eq!(server.resource_version(), 2);
+    let stored = server
+        .get(&ServedResource::configmaps(), Some("ns"), "c")
+        .unwrap();
+    assert_eq!(stored.data["data"], json!({"a": "1"}));
+}
+
+#[tokio::test]
 async fn delete_preconditions_must_hold() {
     let (server, client) = with_configmap().await;
     let uid = server
@@ -304,11 +337,31 @@ async fn delete_preconditions_must_hold() {
     assert_reply(&ok, StatusCode::OK, None);
     assert_event(&watch.next().await, "DELETED", "c", 3);
     // A body that is not DeleteOptions is 400.
-    let (_server, client) = with_configmap().await;
+    let (server, client) = with_configmap().await;
     let reply = client
         .request_raw(Method::DELETE, CM, "application/json", "not json")
         .await;
     assert_reply(&reply, StatusCode::BAD_REQUEST, Some("BadRequest"));
+    // A server-side dry run, as `kubectl delete --dry-run=server` asks for it (in the body), is
+    // refused, and deletes nothing.
+    let dry_run = json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"],
+        "propagationPolicy": "Background"});
+    let reply = client.request(Method::DELETE, CM, Some(dry_run)).await;
+    let status = assert_reply(&reply, StatusCode::BAD_REQUEST, Some("BadRequest"));
+    assert!(
+        status["message"].as_str().unwrap().contains("dryRun"),
+        "{status}"
+    );
+    assert!(
+        server
+            .get(&ServedResource::configmaps(), Some("ns"), "c")
+            .is_some()
+    );
+    // An unknown propagation policy is 422, as on the real server.
+    let sideways = json!({"propagationPolicy": "Sideways"});
+    let reply = client.request(Method::DELETE, CM, Some(sideways)).await;
+    assert_reply(&reply, StatusCode::UNPROCESSABLE_ENTITY, Some("Invalid"));
+    assert_eq!(server.resource_version(), 2);
 }
 
 #[tokio::test]
@@ -595,6 +648,25 @@ async fn objects_bring_their_namespace_at_their_resource_version() {
         .await;
     let ns = assert_reply(&ns, StatusCode::CREATED, None);
     assert_eq!(ns["status"]["phase"], "Active");
+    assert_event(&watch.next().await, "ADDED", "made", 5);
+    // A namespace name that no namespace can have is refused, and makes no Namespace: from a
+    // URL, or from the object (through the handle).
+    let rv = server.resource_version();
+    for path in [
+        "/api/v1/namespaces/Team_A/configmaps",
+        "/api/v1/namespaces/-a/configmaps",
+    ] {
+        let cm = json!({"metadata": {"name": "c"}});
+        let reply = client.request(Method::POST, path, Some(cm)).await;
+        assert_reply(&reply, StatusCode::BAD_REQUEST, Some("BadRequest"));
+    }
+    let err = server
+        .create(&ServedResource::pods(), pod("a.b", "web", "web"))
+        .unwrap_err();
+    assert_eq!(err.code, 400);
+    assert_eq!(server.resource_version(), rv);
+    assert_eq!(names(&server).len(), 6);
+    assert_quiet(&mut watch).await;
 }
 
 #[tokio::test]
@@ -658,6 +730,48 @@ async fn the_common_kinds_are_served_by_default() {
             .len(),
         1
     );
+    // `source` selects on `source.component`, or `reportingComponent` without one, as
+    // kube-apiserver maps it (`source` itself is an object).
+    let from = |name: &str, source: Value| {
+        let mut event = json!({"metadata": {"name": name, "namespace": "ns"}, "reason": "Pulled"});
+        event
+            .as_object_mut()
+            .unwrap()
+            .extend(source.as_object().unwrap().clone());
+        object(event)
+    };
+    for event in [
+        from(
+            "kubelet",
+            json!({"source": {"component": "kubelet", "host": "n1"}}),
+        ),
+        from(
+            "scheduler",
+            json!({"reportingComponent": "default-scheduler"}),
+        ),
+        from(
+            "both",
+            json!({"source": {"component": "kubelet"}, "reportingComponent": "other"}),
+        ),
+    ] {
+        server.create(&ServedResource::events(), event).unwrap();
+    }
+    let by_source = |source: &'static str| {
+        let client = &client;
+        async move {
+            let path = format!("/api/v1/namespaces/ns/events?fieldSelector=source%3D{source}");
+            let list = assert_reply(&client.get(&path).await, StatusCode::OK, None);
+            list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["metadata"]["name"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(by_source("kubelet").await, ["both", "kubelet"]);
+    assert_eq!(by_source("default-scheduler").await, ["scheduler"]);
+    assert!(by_source("other").await.is_empty());
 }
 
 #[tokio::test]
