@@ -61,9 +61,9 @@ pub trait Store<T: Object>: Send + Sync {
     fn replace_transformed(&self, list: Vec<Arc<T>>, resource_version: &str) -> Result<()> {
         self.replace(list, resource_version)
     }
-    /// Records the resource version the reflector reached with an event it applied or a
-    /// bookmark (client-go's `ResourceVersionUpdater`): called after every such event, with
-    /// the version read before any transform, so that
+    /// Records the resource version the reflector reached with an event it applied (client-go's
+    /// `ResourceVersionUpdater`; a bookmark goes to [`bookmark`](Self::bookmark)): called
+    /// after every such event, with the version read before any transform, so that
     /// [`last_sync_resource_version`](Self::last_sync_resource_version) says how fresh the store
     /// is even when no object changed or a transform drops resource versions. Unlike
     /// [`bookmark`](Self::bookmark) it queues nothing. The default does nothing.
@@ -74,7 +74,10 @@ pub trait Store<T: Object>: Send + Sync {
     fn resync(&self) -> Result<()> {
         Ok(())
     }
-    /// Records a resource version reached without an object change (a watch bookmark).
+    /// Records a resource version reached without an object change (a watch bookmark): the
+    /// version must then be what [`last_sync_resource_version`](Self::last_sync_resource_version)
+    /// says (a reflector does not also call
+    /// [`update_resource_version`](Self::update_resource_version) for a bookmark).
     fn bookmark(&self, resource_version: &str);
     /// The resource version of the last write, replace or bookmark, if known.
     fn last_sync_resource_version(&self) -> Option<String>;

@@ -19,7 +19,7 @@ use kcache_reflector::{Error, LeaseLock, LeaseRecord, Status, VersionedLease};
 /// let lease = FakeLease::new("kube-system/controller");
 /// let (a, b) = (lease.lock("a"), lease.lock("b"));
 /// let created = a.create(&LeaseRecord::held_by("a", 15, std::time::UNIX_EPOCH)).await?;
-/// assert!(b.create(&LeaseRecord::default()).await.unwrap_err().is_conflict());
+/// assert!(b.create(&LeaseRecord::default()).await.unwrap_err().is_already_exists());
 /// let current = b.get().await?.expect("exists");
 /// a.update(&created, &LeaseRecord::held_by("a", 15, std::time::UNIX_EPOCH)).await?;
 /// assert!(b.update(&current, &LeaseRecord::default()).await.unwrap_err().is_conflict());

@@ -1,43 +1,41 @@
-//! Leader election over HTTP: candidates with `HttpLeaseLock` against the fake API server's
-//! Leases (real time, short durations). One leader at a time; a leader that releases is
-//! replaced at once, one that does not once its lease has expired.
+//! Leader election against the fake API server's Leases: three candidates over HTTP with
+//! `HttpLeaseLock` (real time, short durations), and three through the server's in-process
+//! handle under a paused clock (client-go's defaults, a cut connection). One leader at a time
+//! throughout; a leader that releases is replaced at once, one that does not once its lease
+//! has expired, one cut off stops before another starts; the Lease the server stores names
+//! each leader in turn.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kcache_client_http::{Client, Config, HttpLeaseLock};
 use kcache_informer::LeaderElector;
+use kcache_reflector::{Error, LeaseLock, LeaseRecord, Status, VersionedLease};
+use kcache_store::DynamicObject;
 use kcache_testing_server::FakeApiServer;
+use kcache_testing_server::fake_api_server::{FakeApiError, ServedResource};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+/// Each leadership as its work saw it: who, from when, until when (tokio's clock, paused or
+/// not).
 type Terms = Arc<Mutex<Vec<(String, Instant, Option<Instant>)>>>;
 
-fn stand(
-    url: &str,
-    identity: &'static str,
-    release: bool,
-    terms: &Terms,
-) -> (CancellationToken, tokio::task::JoinHandle<()>) {
-    let client = Client::new(Config::new(url.parse().unwrap())).unwrap();
-    let lock = Arc::new(HttpLeaseLock::new(client, "default", "controller"));
-    let elector = LeaderElector::builder(lock, identity)
-        .lease_duration(Duration::from_millis(1500))
-        .renew_deadline(Duration::from_secs(1))
-        .retry_period(Duration::from_millis(200))
-        .release_on_cancel(release)
-        .build()
-        .unwrap();
+/// A candidate standing again whenever it loses, until its token is cancelled.
+fn spawn_candidate(elector: LeaderElector, terms: &Terms) -> (CancellationToken, JoinHandle<()>) {
     let cancel = CancellationToken::new();
     let task = tokio::spawn({
         let (cancel, terms) = (cancel.clone(), Arc::clone(terms));
         async move {
             while !cancel.is_cancelled() {
-                let terms = Arc::clone(&terms);
+                let (terms, id) = (Arc::clone(&terms), elector.identity().to_owned());
                 elector
                     .run(cancel.clone(), move |leading| {
                         let term = {
                             let mut t = terms.lock().unwrap();
-                            t.push((identity.to_owned(), Instant::now(), None));
+                            t.push((id, Instant::now(), None));
                             t.len() - 1
                         };
                         async move {
@@ -52,86 +50,108 @@ fn stand(
     (cancel, task)
 }
 
+/// Waits (60 s on tokio's clock at most) for a leader other than those in `not`.
 async fn leader(terms: &Terms, not: &[&str]) -> (String, Instant) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some((id, at, None)) = terms.lock().unwrap().last().cloned()
-            && !not.contains(&id.as_str())
-        {
-            return (id, at);
+    let wait = async {
+        loop {
+            if let Some((id, at, None)) = terms.lock().unwrap().last().cloned()
+                && !not.contains(&id.as_str())
+            {
+                return (id, at);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(
-            Instant::now() < deadline,
-            "no new leader: {:?}",
-            terms.lock().unwrap()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    tokio::time::timeout(Duration::from_secs(60), wait)
+        .await
+        .unwrap_or_else(|_| panic!("no new leader: {:?}", terms.lock().unwrap()))
+}
+
+/// Each term starts after the one before it stopped.
+fn one_leader_at_a_time(terms: &Terms) {
+    let terms = terms.lock().unwrap();
+    for pair in terms.windows(2) {
+        let stopped = pair[0].2.expect("a later term means this one stopped");
+        assert!(pair[1].1 > stopped, "two leaders at once: {pair:?}");
     }
 }
 
+async fn stop(candidate: (CancellationToken, JoinHandle<()>)) {
+    candidate.0.cancel();
+    candidate.1.await.unwrap();
+}
+
+/// The holder and transitions of the Lease the server stores.
+fn stored(server: &FakeApiServer) -> (Option<String>, Option<i32>) {
+    let lease = server
+        .get(&ServedResource::leases(), Some("default"), "controller")
+        .expect("the Lease exists");
+    let record =
+        LeaseRecord::from_spec(lease.data.get("spec").unwrap_or(&serde_json::Value::Null)).unwrap();
+    (record.holder().map(str::to_owned), record.lease_transitions)
+}
+
+/// Over HTTP: `a` leads first and releases on cancel, so `b` or `c` takes over at once; that
+/// one does not release, so the last takes over only once its lease has expired.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn candidates_over_http_keep_one_leader_and_hand_over() {
-    // Leases are among the kinds the fake server serves by default.
     let server = FakeApiServer::start().await.unwrap();
     let terms: Terms = Arc::default();
-    let mut candidates = vec![
-        ("a", stand(server.url(), "a", true, &terms)),
-        ("b", stand(server.url(), "b", false, &terms)),
-        ("c", stand(server.url(), "c", false, &terms)),
+    let elector = |id: &str, release: bool| {
+        let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+        let lock = Arc::new(HttpLeaseLock::new(client, "default", "controller"));
+        LeaderElector::builder(lock, id)
+            .lease_duration(Duration::from_secs(2))
+            .renew_deadline(Duration::from_secs(1))
+            .retry_period(Duration::from_millis(200))
+            .release_on_cancel(release)
+            .build()
+            .unwrap()
+    };
+    let a = spawn_candidate(elector("a", true), &terms);
+    assert_eq!(leader(&terms, &[]).await.0, "a");
+    assert_eq!(stored(&server).0.as_deref(), Some("a"));
+    let mut others = vec![
+        ("b", spawn_candidate(elector("b", false), &terms)),
+        ("c", spawn_candidate(elector("c", false), &terms)),
     ];
-    let (first, _) = leader(&terms, &[]).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    // The first leader goes. `a` releases: replaced at once; the others: once the lease expires.
-    let i = candidates.iter().position(|(id, _)| *id == first).unwrap();
-    let (_, (cancel, task)) = candidates.remove(i);
-    cancel.cancel();
-    task.await.unwrap();
+
+    stop(a).await;
+    let (second, _) = leader(&terms, &["a"]).await;
+    assert_eq!(stored(&server), (Some(second.clone()), Some(1)));
+
+    let i = others.iter().position(|(id, _)| *id == second).unwrap();
+    stop(others.remove(i).1).await;
     let gone = Instant::now();
-    let (second, started) = leader(&terms, &[&first]).await;
-    if first == "a" {
-        assert!(
-            started - gone < Duration::from_secs(1),
-            "released: taken at once"
-        );
-    } else {
-        assert!(
-            started - gone >= Duration::from_millis(400),
-            "not before the lease expired"
-        );
+    let (third, started) = leader(&terms, &["a", &second]).await;
+    // Not released: the others wait for the 2 s lease (from when they last saw it change,
+    // at most one jittered retry period, 440 ms, before the cancel).
+    assert!(
+        started - gone >= Duration::from_millis(1500),
+        "taken before the lease expired"
+    );
+    assert_eq!(stored(&server), (Some(third), Some(2)));
+    for (_, c) in others {
+        stop(c).await;
     }
-    let i = candidates.iter().position(|(id, _)| *id == second).unwrap();
-    let (_, (cancel, task)) = candidates.remove(i);
-    cancel.cancel();
-    task.await.unwrap();
-    let (third, _) = leader(&terms, &[&first, &second]).await;
-    for (_, (cancel, task)) in candidates {
-        cancel.cancel();
-        task.await.unwrap();
-    }
-    let terms = terms.lock().unwrap().clone();
-    let ids: Vec<&str> = terms.iter().map(|t| t.0.as_str()).collect();
-    assert_eq!(ids, [first.as_str(), second.as_str(), third.as_str()]);
-    for pair in terms.windows(2) {
-        assert!(
-            pair[1].1 > pair[0].2.unwrap(),
-            "two leaders at once: {pair:?}"
-        );
-    }
+    one_leader_at_a_time(&terms);
+    assert_eq!(terms.lock().unwrap().len(), 3);
 }
 
-/// A Lease on the fake API server reached through its in-process handle rather than HTTP, so
-/// that a paused clock drives the election (the server's own store, resource versions and 409s;
-/// a candidate's connection can be cut).
+/// The fake API server's Lease through its in-process handle rather than HTTP, so that a
+/// paused clock drives the election: the server's own store, resource versions and 409s; a
+/// candidate's connection can be cut.
 struct ServerLease {
     server: Arc<FakeApiServer>,
     identity: String,
-    cut: Arc<Mutex<std::collections::HashSet<String>>>,
+    cut: Arc<Mutex<HashSet<String>>>,
 }
 
 impl ServerLease {
-    fn check(&self) -> Result<(), kcache_reflector::Error> {
+    fn reachable(&self) -> Result<(), Error> {
         if self.cut.lock().unwrap().contains(&self.identity) {
-            return Err(kcache_reflector::Error::transport(std::io::Error::new(
+            return Err(Error::transport(std::io::Error::new(
                 std::io::ErrorKind::ConnectionReset,
                 "cut by the test",
             )));
@@ -140,235 +160,132 @@ impl ServerLease {
     }
 }
 
-fn api_error(e: &kcache_testing_server::fake_api_server::FakeApiError) -> kcache_reflector::Error {
-    kcache_reflector::Error::api(kcache_reflector::Status::failure(
-        e.code, &e.reason, &e.message,
-    ))
+fn api_error(e: &FakeApiError) -> Error {
+    Error::api(Status::failure(e.code, &e.reason, &e.message))
 }
 
-fn to_versioned(o: &kcache_store::DynamicObject) -> kcache_reflector::VersionedLease {
-    let spec = o.data.get("spec").cloned().unwrap_or_default();
-    let text = |k: &str| spec.get(k).and_then(|v| v.as_str()).map(str::to_owned);
-    let int = |k: &str| {
-        spec.get(k)
-            .and_then(serde_json::Value::as_i64)
-            .and_then(|n| i32::try_from(n).ok())
-    };
-    let mut record = kcache_reflector::LeaseRecord::default();
-    record.holder_identity = text("holderIdentity");
-    record.lease_duration_seconds = int("leaseDurationSeconds");
-    record.acquire_time = text("acquireTime");
-    record.renew_time = text("renewTime");
-    record.lease_transitions = int("leaseTransitions");
-    kcache_reflector::VersionedLease {
-        record,
-        resource_version: o.metadata.resource_version.clone().unwrap_or_default(),
-    }
+fn versioned(lease: &DynamicObject) -> Result<VersionedLease, Error> {
+    let spec = lease.data.get("spec").unwrap_or(&serde_json::Value::Null);
+    Ok(VersionedLease {
+        record: LeaseRecord::from_spec(spec)?,
+        resource_version: lease.metadata.resource_version.clone().unwrap_or_default(),
+    })
 }
 
-fn to_object(
-    record: &kcache_reflector::LeaseRecord,
-    rv: Option<&str>,
-) -> kcache_store::DynamicObject {
-    let mut o = kcache_store::DynamicObject::new(Some("default"), "controller");
-    o.metadata.resource_version = rv.map(str::to_owned);
-    o.data.insert(
-        "spec".to_owned(),
-        serde_json::json!({
-            "holderIdentity": record.holder_identity,
-            "leaseDurationSeconds": record.lease_duration_seconds,
-            "acquireTime": record.acquire_time,
-            "renewTime": record.renew_time,
-            "leaseTransitions": record.lease_transitions,
-        }),
-    );
-    o
+fn lease_object(record: &LeaseRecord, rv: Option<&str>) -> DynamicObject {
+    let mut lease = DynamicObject::new(Some("default"), "controller");
+    lease.metadata.resource_version = rv.map(str::to_owned);
+    let mut spec = serde_json::Map::new();
+    record.write_spec(&mut spec);
+    lease.data.insert("spec".to_owned(), spec.into());
+    lease
 }
 
 #[async_trait::async_trait]
-impl kcache_reflector::LeaseLock for ServerLease {
+impl LeaseLock for ServerLease {
     fn describe(&self) -> String {
         "default/controller".to_owned()
     }
-    async fn get(
-        &self,
-    ) -> Result<Option<kcache_reflector::VersionedLease>, kcache_reflector::Error> {
-        self.check()?;
-        let leases = kcache_testing_server::fake_api_server::ServedResource::leases();
-        Ok(self
+    async fn get(&self) -> Result<Option<VersionedLease>, Error> {
+        self.reachable()?;
+        let lease = self
             .server
-            .get(&leases, Some("default"), "controller")
-            .map(|o| to_versioned(&o)))
+            .get(&ServedResource::leases(), Some("default"), "controller");
+        lease.map(|l| versioned(&l)).transpose()
     }
-    async fn create(
-        &self,
-        record: &kcache_reflector::LeaseRecord,
-    ) -> Result<kcache_reflector::VersionedLease, kcache_reflector::Error> {
-        self.check()?;
-        let leases = kcache_testing_server::fake_api_server::ServedResource::leases();
-        let o = self
+    async fn create(&self, record: &LeaseRecord) -> Result<VersionedLease, Error> {
+        self.reachable()?;
+        let created = self
             .server
-            .create(&leases, to_object(record, None))
+            .create(&ServedResource::leases(), lease_object(record, None))
             .map_err(|e| api_error(&e))?;
-        Ok(to_versioned(&o))
+        versioned(&created)
     }
     async fn update(
         &self,
-        current: &kcache_reflector::VersionedLease,
-        record: &kcache_reflector::LeaseRecord,
-    ) -> Result<kcache_reflector::VersionedLease, kcache_reflector::Error> {
-        self.check()?;
-        let leases = kcache_testing_server::fake_api_server::ServedResource::leases();
-        let o = self
+        current: &VersionedLease,
+        record: &LeaseRecord,
+    ) -> Result<VersionedLease, Error> {
+        self.reachable()?;
+        let written = self
             .server
-            .update(&leases, to_object(record, Some(&current.resource_version)))
+            .update(
+                &ServedResource::leases(),
+                lease_object(record, Some(&current.resource_version)),
+            )
             .map_err(|e| api_error(&e))?;
-        Ok(to_versioned(&o))
+        versioned(&written)
     }
 }
 
-/// Each leadership on the paused clock: who, from when, until when.
-type PausedTerms = Arc<Mutex<Vec<(String, tokio::time::Instant, Option<tokio::time::Instant>)>>>;
-
-/// Candidate `id` (the `i`-th; the first releases on cancel) on the server's Lease, standing
-/// again whenever it loses, recording its terms.
-fn paused_candidate(
-    server: &Arc<FakeApiServer>,
-    cut: &Arc<Mutex<std::collections::HashSet<String>>>,
-    terms: &PausedTerms,
-    i: usize,
-    id: &'static str,
-) -> (&'static str, CancellationToken, tokio::task::JoinHandle<()>) {
-    let lock = Arc::new(ServerLease {
-        server: Arc::clone(server),
-        identity: id.to_owned(),
-        cut: Arc::clone(cut),
-    });
-    let elector = LeaderElector::builder(lock, id)
-        .release_on_cancel(i == 0)
-        .seed(i as u64)
-        .build()
-        .unwrap();
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn({
-        let (cancel, terms) = (cancel.clone(), Arc::clone(terms));
-        async move {
-            while !cancel.is_cancelled() {
-                let terms = Arc::clone(&terms);
-                elector
-                    .run(cancel.clone(), move |leading| {
-                        let term = {
-                            let mut t = terms.lock().unwrap();
-                            t.push((id.to_owned(), tokio::time::Instant::now(), None));
-                            t.len() - 1
-                        };
-                        async move {
-                            leading.cancelled().await;
-                            terms.lock().unwrap()[term].2 = Some(tokio::time::Instant::now());
-                        }
-                    })
-                    .await;
-            }
-        }
-    });
-    (id, cancel, task)
-}
-
-/// The scenario on the fake API server's own Lease, under a paused clock, with
-/// client-go's defaults: the leader cancelled with release (the next within 4.4 s), the next
-/// cut off (it stops within 12 s, the one after starts within 15 + 4.4 s), the next cancelled
-/// without release (taken over after its lease expired). One leader at a time throughout,
-/// and the terms agree with the holders the server stored.
+/// Under a paused clock with client-go's defaults (15 s, 10 s, 2 s): `a` leads first and
+/// releases on cancel (the next leads within one jittered retry period, 4.4 s); that one is
+/// cut off (it stops within renew deadline + retry period, 12 s, and the last takes over
+/// within lease duration + 4.4 s); the last is cancelled without releasing (taken over after
+/// its lease expired). The server's Lease names each leader, with one more transition each.
 #[tokio::test(start_paused = true)]
 async fn three_candidates_on_the_fake_servers_lease_under_a_paused_clock() {
-    use tokio::time::Instant as TokioInstant;
-
     let server = Arc::new(FakeApiServer::start().await.unwrap());
-    let cut: Arc<Mutex<std::collections::HashSet<String>>> = Arc::default();
-    let terms: PausedTerms = Arc::default();
-    let mut candidates: Vec<_> = ["a", "b", "c"]
-        .into_iter()
-        .enumerate()
-        .map(|(i, id)| paused_candidate(&server, &cut, &terms, i, id))
-        .collect();
-    let current = |not: &[String]| {
-        terms
-            .lock()
+    let cut: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let terms: Terms = Arc::default();
+    let elector = |i: u64, id: &str| {
+        let lock = Arc::new(ServerLease {
+            server: Arc::clone(&server),
+            identity: id.to_owned(),
+            cut: Arc::clone(&cut),
+        });
+        LeaderElector::builder(lock, id)
+            .release_on_cancel(id == "a")
+            .seed(i)
+            .build()
             .unwrap()
-            .last()
-            .filter(|t| t.2.is_none() && !not.contains(&t.0))
-            .cloned()
     };
-    let next = |not: Vec<String>| {
-        let current = &current;
-        async move {
-            loop {
-                if let Some(t) = current(&not) {
-                    return t;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    };
-    let first = next(vec![]).await;
-    assert_eq!(first.0, "a", "the first candidate leads first");
+    let a = spawn_candidate(elector(0, "a"), &terms);
+    assert_eq!(leader(&terms, &[]).await.0, "a");
+    let mut others = vec![
+        ("b", spawn_candidate(elector(1, "b"), &terms)),
+        ("c", spawn_candidate(elector(2, "c"), &terms)),
+    ];
     tokio::time::sleep(Duration::from_secs(30)).await;
-    let (_, cancel, task) = candidates.remove(0);
-    cancel.cancel();
-    task.await.unwrap();
-    let gone = TokioInstant::now();
-    let second = next(vec!["a".to_owned()]).await;
+
+    stop(a).await;
+    let gone = Instant::now();
+    let (second, started) = leader(&terms, &["a"]).await;
     assert!(
-        second.1 - gone <= Duration::from_millis(4400),
-        "released: {second:?}"
+        started - gone <= Duration::from_millis(4400),
+        "released: taken at once"
     );
+    assert_eq!(stored(&server), (Some(second.clone()), Some(1)));
 
     tokio::time::sleep(Duration::from_secs(30)).await;
-    cut.lock().unwrap().insert(second.0.clone());
-    let cut_at = TokioInstant::now();
-    let third = next(vec!["a".to_owned(), second.0.clone()]).await;
-    let second_stopped = terms.lock().unwrap()[1].2.unwrap();
+    cut.lock().unwrap().insert(second.clone());
+    let cut_at = Instant::now();
+    let (third, started) = leader(&terms, &["a", &second]).await;
+    let second_stopped = terms.lock().unwrap()[1].2.expect("the cut leader stopped");
     assert!(
         second_stopped - cut_at <= Duration::from_secs(12),
         "the cut leader stopped late"
     );
-    assert!(
-        third.1 - cut_at <= Duration::from_millis(19_400),
-        "{third:?}"
-    );
+    assert!(started - cut_at <= Duration::from_millis(19_400));
+    assert_eq!(stored(&server), (Some(third.clone()), Some(2)));
     cut.lock().unwrap().clear();
 
     tokio::time::sleep(Duration::from_secs(30)).await;
-    let i = candidates
-        .iter()
-        .position(|(id, ..)| *id == third.0)
-        .unwrap();
-    let (_, cancel, task) = candidates.remove(i);
-    cancel.cancel();
-    task.await.unwrap();
-    let gone = TokioInstant::now();
-    let fourth = next(vec!["a".to_owned(), third.0.clone()]).await;
-    assert_eq!(fourth.0, second.0);
+    let i = others.iter().position(|(id, _)| *id == third).unwrap();
+    stop(others.remove(i).1).await;
+    let gone = Instant::now();
+    let (fourth, started) = leader(&terms, &["a", &third]).await;
+    assert_eq!(fourth, second);
     assert!(
-        fourth.1 - gone >= Duration::from_secs(13),
+        started - gone >= Duration::from_secs(13),
         "taken before the lease expired"
     );
-    assert!(fourth.1 - gone <= Duration::from_millis(19_400));
+    assert!(started - gone <= Duration::from_millis(19_400));
+    assert_eq!(stored(&server), (Some(fourth), Some(3)));
 
-    for (_, cancel, task) in candidates {
-        cancel.cancel();
-        task.await.unwrap();
+    for (_, c) in others {
+        stop(c).await;
     }
-    let terms = terms.lock().unwrap().clone();
-    for pair in terms.windows(2) {
-        assert!(
-            pair[1].1 > pair[0].2.unwrap(),
-            "two leaders at once: {pair:?}"
-        );
-    }
-    let ids: Vec<&str> = terms.iter().map(|t| t.0.as_str()).collect();
-    assert_eq!(
-        ids,
-        ["a", second.0.as_str(), third.0.as_str(), second.0.as_str()]
-    );
+    one_leader_at_a_time(&terms);
+    assert_eq!(terms.lock().unwrap().len(), 4);
 }
