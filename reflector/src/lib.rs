@@ -78,7 +78,7 @@ pub use self::error_chain::ErrorChain;
 pub use self::lease::{LeaseLock, LeaseRecord, VersionedLease, micro_time};
 pub use self::lister_watcher::{ListerWatcher, WatchStream};
 pub use self::object_list::{ListMeta, ObjectList};
-pub use self::options::{ListOptions, ResourceVersionMatch};
+pub use self::options::{ListOptions, ResourceVersionMatch, query};
 pub use self::reflector::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_PAGES, DEFAULT_PAGE_SIZE, DEFAULT_WATCH_LIST_ATTEMPTS,
     MIN_WATCH_TIMEOUT, Reflector, ReflectorBuilder, ShouldResyncFn, TransformFn,

@@ -104,34 +104,70 @@ impl ListOptions {
     pub fn to_query(&self) -> Vec<(&'static str, String)> {
         let mut q = Vec::with_capacity(8);
         if self.allow_watch_bookmarks {
-            q.push(("allowWatchBookmarks", "true".to_owned()));
+            q.push((query::ALLOW_WATCH_BOOKMARKS, "true".to_owned()));
         }
         if !self.continue_token.is_empty() {
-            q.push(("continue", self.continue_token.clone()));
+            q.push((query::CONTINUE, self.continue_token.clone()));
         }
         if !self.field_selector.is_empty() {
-            q.push(("fieldSelector", self.field_selector.clone()));
+            q.push((query::FIELD_SELECTOR, self.field_selector.clone()));
         }
         if !self.label_selector.is_empty() {
-            q.push(("labelSelector", self.label_selector.clone()));
+            q.push((query::LABEL_SELECTOR, self.label_selector.clone()));
         }
         if let Some(limit) = self.limit.filter(|&l| l > 0) {
-            q.push(("limit", limit.to_string()));
+            q.push((query::LIMIT, limit.to_string()));
         }
         if !self.resource_version.is_empty() {
-            q.push(("resourceVersion", self.resource_version.clone()));
+            q.push((query::RESOURCE_VERSION, self.resource_version.clone()));
         }
         if let Some(m) = self.resource_version_match {
-            q.push(("resourceVersionMatch", m.as_str().to_owned()));
+            q.push((query::RESOURCE_VERSION_MATCH, m.as_str().to_owned()));
         }
         if let Some(s) = self.send_initial_events {
-            q.push(("sendInitialEvents", s.to_string()));
+            q.push((query::SEND_INITIAL_EVENTS, s.to_string()));
         }
         if let Some(t) = self.timeout_seconds {
-            q.push(("timeoutSeconds", t.to_string()));
+            q.push((query::TIMEOUT_SECONDS, t.to_string()));
         }
         q
     }
+}
+
+/// The wire names of [`ListOptions`]' query parameters, as [`ListOptions::to_query`] writes
+/// them (and as a fake API server reads them).
+pub mod query {
+    /// `allowWatchBookmarks`.
+    pub const ALLOW_WATCH_BOOKMARKS: &str = "allowWatchBookmarks";
+    /// `continue`: the token of the next page.
+    pub const CONTINUE: &str = "continue";
+    /// `fieldSelector`.
+    pub const FIELD_SELECTOR: &str = "fieldSelector";
+    /// `labelSelector`.
+    pub const LABEL_SELECTOR: &str = "labelSelector";
+    /// `limit`: objects per page.
+    pub const LIMIT: &str = "limit";
+    /// `resourceVersion`.
+    pub const RESOURCE_VERSION: &str = "resourceVersion";
+    /// `resourceVersionMatch`.
+    pub const RESOURCE_VERSION_MATCH: &str = "resourceVersionMatch";
+    /// `sendInitialEvents`: a streaming list.
+    pub const SEND_INITIAL_EVENTS: &str = "sendInitialEvents";
+    /// `timeoutSeconds`.
+    pub const TIMEOUT_SECONDS: &str = "timeoutSeconds";
+
+    /// Every one of them, in the order `to_query` writes them.
+    pub const ALL: [&str; 9] = [
+        ALLOW_WATCH_BOOKMARKS,
+        CONTINUE,
+        FIELD_SELECTOR,
+        LABEL_SELECTOR,
+        LIMIT,
+        RESOURCE_VERSION,
+        RESOURCE_VERSION_MATCH,
+        SEND_INITIAL_EVENTS,
+        TIMEOUT_SECONDS,
+    ];
 }
 
 #[cfg(test)]
@@ -162,19 +198,6 @@ mod tests {
             send_initial_events: Some(false),
         };
         let names: Vec<_> = o.to_query().into_iter().map(|(k, _)| k).collect();
-        assert_eq!(
-            names,
-            [
-                "allowWatchBookmarks",
-                "continue",
-                "fieldSelector",
-                "labelSelector",
-                "limit",
-                "resourceVersion",
-                "resourceVersionMatch",
-                "sendInitialEvents",
-                "timeoutSeconds"
-            ]
-        );
+        assert_eq!(names, query::ALL);
     }
 }

@@ -18,28 +18,15 @@ pub(crate) fn truthy(value: &str) -> bool {
 /// The query parameters of a list or a watch (`ListOptions`) as they are on the wire: what
 /// [`ListParams::parse`] reads, and what the `OpenAPI` documents list for a list operation.
 ///
-/// `kcache_reflector::ListOptions::to_query` writes the same names (all but [`WATCH`], which
-/// the HTTP clients add to a watch request); the reflector crate keeps its own spelling.
+/// The names `kcache_reflector::ListOptions::to_query` writes come from the reflector crate;
+/// [`WATCH`](query::WATCH) is added here.
 pub(crate) mod query {
-    /// `allowWatchBookmarks`.
-    pub(crate) const ALLOW_WATCH_BOOKMARKS: &str = "allowWatchBookmarks";
-    /// `continue`: the token of the next page.
-    pub(crate) const CONTINUE: &str = "continue";
-    /// `fieldSelector`.
-    pub(crate) const FIELD_SELECTOR: &str = "fieldSelector";
-    /// `labelSelector`.
-    pub(crate) const LABEL_SELECTOR: &str = "labelSelector";
-    /// `limit`: objects per page.
-    pub(crate) const LIMIT: &str = "limit";
-    /// `resourceVersion`.
-    pub(crate) const RESOURCE_VERSION: &str = "resourceVersion";
-    /// `resourceVersionMatch`.
-    pub(crate) const RESOURCE_VERSION_MATCH: &str = "resourceVersionMatch";
-    /// `sendInitialEvents`: a streaming list.
-    pub(crate) const SEND_INITIAL_EVENTS: &str = "sendInitialEvents";
-    /// `timeoutSeconds`.
-    pub(crate) const TIMEOUT_SECONDS: &str = "timeoutSeconds";
-    /// `watch`.
+    pub(crate) use kcache_reflector::query::{
+        ALLOW_WATCH_BOOKMARKS, CONTINUE, FIELD_SELECTOR, LABEL_SELECTOR, LIMIT, RESOURCE_VERSION,
+        RESOURCE_VERSION_MATCH, SEND_INITIAL_EVENTS, TIMEOUT_SECONDS,
+    };
+
+    /// `watch`: not a `ListOptions` field; the HTTP clients add it to a watch request.
     pub(crate) const WATCH: &str = "watch";
 
     /// Every one of them, in the order the `OpenAPI` documents list them.
