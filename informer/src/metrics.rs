@@ -50,7 +50,7 @@
 //! | `kcache_workqueue_queue_duration_seconds` | histogram | `name` | from a key's queuing to its hand-out |
 //! | `kcache_workqueue_work_duration_seconds` | histogram | `name` | from a key's hand-out to its `done` |
 //! | `kcache_workqueue_retries_total` | counter | `name` | `add_after` calls, rate-limited requeues included |
-//! | `kcache_workqueue_unfinished_work_seconds` | gauge | `name` | summed age of the keys being processed (recomputed every 500 ms while the queue runs on a tokio runtime) |
+//! | `kcache_workqueue_unfinished_work_seconds` | gauge | `name` | summed age of the keys being processed (recomputed every 500 ms by `WorkQueue::in_flight_metrics`, which a runner spawns) |
 //! | `kcache_workqueue_longest_running_processor_seconds` | gauge | `name` | age of the oldest key being processed (likewise) |
 //! | `kcache_reconcile_total` | counter | `name`, `result` | reconciles of a [`ReconcileRunner`](crate::ReconcileRunner) by outcome: `success`, `requeue`, `requeue_after`, `error`, `terminal`, `panic` |
 //! | `kcache_reconcile_duration_seconds` | histogram | `name` | how long each reconcile took |

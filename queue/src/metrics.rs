@@ -23,10 +23,11 @@
 //! | [`WORKQUEUE_UNFINISHED_WORK_SECONDS`] | gauge | the summed age of the keys being processed |
 //! | [`WORKQUEUE_LONGEST_RUNNING_PROCESSOR_SECONDS`] | gauge | the age of the oldest key being processed |
 //!
-//! The last two are recomputed every 500 ms (client-go's period) by a task the queue spawns
-//! when it is built inside a tokio runtime (with the time driver), so they keep rising while
-//! every worker is stuck; they freeze once the queue shuts down, as client-go's. A queue built
-//! outside a runtime has no such task: its operations (`get`, `done`) recompute them instead.
+//! The last two are recomputed every 500 ms (client-go's period) by the future
+//! [`WorkQueue::in_flight_metrics`](crate::WorkQueue::in_flight_metrics) returns, which the
+//! application spawns (a `ReconcileRunner` does for its queue), so they keep rising while every
+//! worker is stuck; they freeze once the queue shuts down, as client-go's. Until it runs the
+//! queue's operations (`get`, `done`) recompute them.
 //!
 //! The handles are registered with the recorder in place when the queue is built: install the
 //! application's recorder first. With no recorder (or no name) every update is a no-op.

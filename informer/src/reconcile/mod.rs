@@ -173,6 +173,8 @@ impl ReconcileRunner {
             cache_sync_timeout,
             sources,
         } = self;
+        // Keeps the queue's in-flight gauges current while workers are stuck; ends with it.
+        let gauges = tokio::spawn(queue.in_flight_metrics());
         let mut pumps = JoinSet::new();
         if let Some(filter) = keys.shards.clone() {
             pumps.spawn(requeue_acquired(filter, keys.clone(), primary_keys));
@@ -194,6 +196,7 @@ impl ReconcileRunner {
             .await;
         // Dropping the pumps drops their streams, which unsubscribes them.
         pumps.shutdown().await;
+        gauges.abort();
         result
     }
 }

@@ -56,12 +56,8 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueueBuilder<K> {
     /// The queue. Its [metrics](crate::metrics), if it has a name, are registered now, with the
     /// recorder in place.
     ///
-    /// A named queue built inside a tokio runtime also spawns a small task on it that recomputes
-    /// the in-flight gauges every 500 ms (client-go's `updateUnfinishedWorkLoop`). It holds the
-    /// queue weakly and ends once the queue is dropped or shut down. The runtime needs its time
-    /// driver (`enable_time`), as `get` with delayed keys does; without it that task panics as
-    /// it starts, and the gauges are recomputed on `get` and `done` instead, as they are for a
-    /// queue built outside a runtime.
+    /// A named queue's in-flight gauges stay current while workers are stuck only if the
+    /// application spawns [`WorkQueue::in_flight_metrics`]; the queue starts no task itself.
     pub fn build(self) -> WorkQueue<K> {
         WorkQueue::from_parts(self.limiter, self.name)
     }

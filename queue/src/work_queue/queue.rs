@@ -46,9 +46,10 @@ const NEVER: Duration = Duration::from_secs(30 * 365 * 86_400);
 ///   also waits until no key is processing.
 ///
 /// - **Metrics.** A named queue records client-go's work-queue [metrics](crate::metrics). Its
-///   two in-flight gauges are recomputed every 500 ms by a small task spawned when the queue is
-///   built inside a tokio runtime, so they keep rising while every worker is stuck; see
-///   [`WorkQueueBuilder::name`].
+///   two in-flight gauges are recomputed every 500 ms by the future
+///   [`in_flight_metrics`](Self::in_flight_metrics) returns, which the application spawns (the
+///   runtime is the application's; a `ReconcileRunner` spawns it for its queue), so they keep
+///   rising while every worker is stuck; until it runs, `get` and `done` recompute them.
 ///
 /// Time is tokio's (`tokio::time::Instant`, `sleep_until`): delays, backoff, the token bucket
 /// and the metrics task all follow paused and advanced time in tests. The queue is a handle:
@@ -140,18 +141,14 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         name: Option<String>,
     ) -> Self {
         let metrics = WorkQueueMetrics::new(name.as_deref());
-        let timed = metrics.enabled();
         let inner = Arc::new(Inner {
-            state: Mutex::new(State::new(timed)),
+            state: Mutex::new(State::new(metrics.enabled())),
             ready: Notify::new(),
             idle: Notify::new(),
             limiter: limiter.unwrap_or_else(default_rate_limiter),
             name,
             metrics,
         });
-        if timed && let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(tick_in_flight(Arc::downgrade(&inner)));
-        }
         Self { inner }
     }
 
@@ -357,6 +354,26 @@ impl<K: Clone + Eq + Hash + Send + Sync + 'static> WorkQueue<K> {
         self.inner.name.as_deref()
     }
 
+    /// A future that keeps a named queue's in-flight gauges (unfinished work, longest running)
+    /// current: every 500 ms it recomputes them, so they keep rising while every worker is
+    /// stuck and no operation comes (client-go's `updateUnfinishedWorkLoop`). Spawn it on the
+    /// application's runtime (`tokio::spawn(queue.in_flight_metrics())`); it holds the queue
+    /// weakly and ends once the queue is dropped or shut down. Until it first runs, and for a
+    /// queue whose application does not spawn it, `get` and `done` recompute the gauges
+    /// instead. For an unnamed queue it ends at once.
+    pub fn in_flight_metrics(&self) -> impl Future<Output = ()> + Send + 'static {
+        let queue = self
+            .inner
+            .metrics
+            .enabled()
+            .then(|| Arc::downgrade(&self.inner));
+        async move {
+            if let Some(queue) = queue {
+                tick_in_flight(queue).await;
+            }
+        }
+    }
+
     /// Shuts the queue down: later adds are ignored, delayed keys are dropped, and every
     /// waiting [`get`](Self::get) wakes up. Keys already waiting are still handed out. It does
     /// not wait for workers, and it releases a waiting
@@ -424,14 +441,7 @@ impl<K: Clone + Eq + Hash> Inner<K> {
     }
 }
 
-/// The task of a named queue built inside a tokio runtime (client-go's
-/// `updateUnfinishedWorkLoop`): every [`IN_FLIGHT_PERIOD`] it recomputes the in-flight gauges,
-/// so that they keep rising while every worker is stuck and no operation comes. It holds the
-/// queue weakly, and ends once the queue is dropped or shutting down.
-///
-/// Operations recompute the gauges too until its first tick, and for good if it never runs (a
-/// queue built outside a runtime, or in one without the time driver, where creating the timer
-/// panics inside this task).
+/// See [`WorkQueue::in_flight_metrics`].
 async fn tick_in_flight<K: Clone + Eq + Hash>(queue: Weak<Inner<K>>) {
     let mut ticks = tokio::time::interval(IN_FLIGHT_PERIOD);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);

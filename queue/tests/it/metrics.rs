@@ -125,7 +125,7 @@ fn named_queues_work_without_a_recorder() {
 /// client-go's work-queue metrics (`TestMetrics`, with a paused clock instead of a fake one): a
 /// named work queue counts the keys it queues (not an add of a waiting key), times how long
 /// each waited and was processed, counts `add_after` calls as retries, and sums the keys in
-/// flight (every 500 ms, from its own task); an unnamed one records nothing.
+/// flight (every 500 ms, from `in_flight_metrics`); an unnamed one records nothing.
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 #[expect(clippy::float_cmp, reason = "times from a paused clock are exact")]
 async fn a_named_work_queue_records_client_gos_work_queue_metrics() {
@@ -143,6 +143,7 @@ async fn a_named_work_queue_records_client_gos_work_queue_metrics() {
     let snapshotter = recorder.snapshotter();
     let guard = metrics::set_default_local_recorder(&recorder);
     let queue = WorkQueue::<String>::builder().name("deployments").build();
+    tokio::spawn(queue.in_flight_metrics());
     let unnamed = WorkQueue::<String>::new();
     unnamed.add("x".to_owned());
     queue.add("a".to_owned());
@@ -198,7 +199,7 @@ async fn a_named_work_queue_records_client_gos_work_queue_metrics() {
 }
 
 /// The in-flight gauges exist for the moment every worker is stuck: with no queue operation at
-/// all, the queue's task keeps recomputing them every 500 ms (client-go's
+/// all, `in_flight_metrics` keeps recomputing them every 500 ms (client-go's
 /// `updateUnfinishedWorkLoop`). They freeze once the queue shuts down, `done` included.
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn the_in_flight_gauges_rise_while_every_worker_is_stuck() {
@@ -220,6 +221,7 @@ async fn the_in_flight_gauges_rise_while_every_worker_is_stuck() {
     let snapshotter = recorder.snapshotter();
     let _guard = metrics::set_default_local_recorder(&recorder);
     let queue = WorkQueue::<String>::builder().name("deployments").build();
+    tokio::spawn(queue.in_flight_metrics());
     queue.add("a".to_owned());
     let a = queue.get().await.unwrap();
 
@@ -245,7 +247,7 @@ async fn the_in_flight_gauges_rise_while_every_worker_is_stuck() {
     assert_eq!(in_flight(&snapshotter), (0.0, 0.0));
 }
 
-/// A named queue built outside a runtime has no task: its operations recompute the in-flight
+/// A named queue whose `in_flight_metrics` nobody runs: its operations recompute the in-flight
 /// gauges instead (here as b is handed out, a having run at least 5 ms).
 #[test]
 fn without_a_runtime_operations_keep_the_in_flight_gauges() {
