@@ -83,6 +83,12 @@ impl Object for DynamicObject {
     fn generation(&self) -> Option<i64> {
         self.metadata.generation
     }
+    fn api_version(&self) -> Option<&str> {
+        self.api_version.as_deref()
+    }
+    fn kind(&self) -> Option<&str> {
+        self.kind.as_deref()
+    }
     /// Read from the untyped part of the metadata; entries that do not parse are left out.
     fn owner_references(&self) -> Vec<crate::OwnerReference> {
         match self.metadata.other.get("ownerReferences") {

@@ -63,6 +63,16 @@ pub trait Object: Send + Sync + 'static {
     fn owner_references(&self) -> Vec<crate::OwnerReference> {
         Vec::new()
     }
+    /// `apiVersion`, for types that keep it as data ([`DynamicObject`](crate::DynamicObject)):
+    /// a lister-watcher checks it against the resource's. `None` by default: a typed object
+    /// checks its own while it is decoded.
+    fn api_version(&self) -> Option<&str> {
+        None
+    }
+    /// `kind`, for types that keep it as data; see [`api_version`](Self::api_version).
+    fn kind(&self) -> Option<&str> {
+        None
+    }
     /// The object's key, `namespace/name` ([`ObjectKey::of`](crate::ObjectKey::of)). As a
     /// method it reaches through `Arc`s and references: `obj.key()` in a handler.
     fn key(&self) -> crate::ObjectKey {

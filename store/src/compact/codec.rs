@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 
 use super::Compact;
+use crate::ExpectedType;
 use super::meta::{read_meta, without_managed_fields_slow, without_member};
 
 /// The most of a dictionary LZ4 can refer back to (its window): 64 KiB.
@@ -106,6 +107,7 @@ fn corrupt(e: &dyn fmt::Display) -> serde_json::Error {
 /// # Ok::<(), serde_json::Error>(())
 /// ```
 pub struct CompactCodec {
+    expected: ExpectedType,
     keep_managed_fields: bool,
     learn: bool,
     dictionary: OnceLock<Dictionary>,
@@ -120,6 +122,7 @@ impl Default for CompactCodec {
 impl fmt::Debug for CompactCodec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CompactCodec")
+            .field("expected", &self.expected)
             .field("keep_managed_fields", &self.keep_managed_fields)
             .field("learn_dictionary", &self.learn)
             .field("dictionary_len", &self.dictionary_len())
@@ -132,6 +135,7 @@ impl CompactCodec {
     #[must_use]
     pub fn new() -> Self {
         Self {
+            expected: ExpectedType::any(),
             keep_managed_fields: false,
             learn: true,
             dictionary: OnceLock::new(),
@@ -154,6 +158,30 @@ impl CompactCodec {
     pub fn keep_managed_fields(mut self, keep: bool) -> Self {
         self.keep_managed_fields = keep;
         self
+    }
+
+    /// Refuse objects whose `apiVersion` or `kind` is not `expected` (as a typed decode does;
+    /// one without them is accepted). Anything goes by default; a lister-watcher sets its
+    /// resource's type.
+    ///
+    /// ```
+    /// use kcache_store::{CompactCodec, DynamicObject, ExpectedType};
+    ///
+    /// let pods = CompactCodec::new().expect_type(ExpectedType::new("v1", Some("Pod")));
+    /// let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#;
+    /// let refused = pods.encode::<DynamicObject>(cm).unwrap_err();
+    /// assert_eq!(refused.to_string(), "kind is `ConfigMap`, expected `Pod`");
+    /// assert!(pods.encode::<DynamicObject>(r#"{"metadata":{"name":"a"}}"#).is_ok());
+    /// ```
+    #[must_use]
+    pub fn expect_type(mut self, expected: ExpectedType) -> Self {
+        self.expected = expected;
+        self
+    }
+
+    /// The type objects must have.
+    pub fn expected_type(&self) -> &ExpectedType {
+        &self.expected
     }
 
     /// Learn the dictionary from the first object encoded (on by default). Off: objects are
@@ -191,10 +219,12 @@ impl CompactCodec {
     ///
     /// # Errors
     ///
-    /// `json` is not valid JSON, is not an object, or its metadata does not have the types
-    /// Kubernetes gives them (a name that is not a string, say).
+    /// `json` is not valid JSON, is not an object, its metadata does not have the types
+    /// Kubernetes gives them (a name that is not a string, say), its `apiVersion` or `kind`
+    /// is not the [expected](Self::expect_type) one, or it nests deeper than
+    /// [`MAX_NESTING`](crate::MAX_NESTING) levels (which a typed decode refuses too).
     pub fn encode<K>(&self, json: &str) -> Result<Compact<K>, serde_json::Error> {
-        let (meta, managed_fields) = read_meta(json)?;
+        let (meta, managed_fields) = read_meta(json, &self.expected)?;
         let stripped = match managed_fields {
             Some(span) if !self.keep_managed_fields => Some(match without_member(json, span) {
                 Some(text) => text,

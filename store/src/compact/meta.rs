@@ -1,12 +1,13 @@
 //! The metadata a [`Compact`](super::Compact) object keeps decoded, read from an object's JSON
 //! without decoding the rest, and the span of `metadata.managedFields` in that JSON.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::OwnerReference;
+use crate::{ExpectedType, MAX_NESTING, OwnerReference, nesting_exceeds};
 
 /// What keys, selectors, indexes and handlers read without a full decode: the fields behind
 /// [`Object`](crate::Object).
@@ -30,6 +31,10 @@ pub(crate) struct CompactMeta {
 struct Top<'a> {
     #[serde(default, borrow)]
     metadata: Option<OnlyMap<WireMeta<'a>>>,
+    #[serde(default, borrow, rename = "apiVersion")]
+    api_version: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    kind: Option<Cow<'a, str>>,
 }
 
 /// `T` decoded from a JSON object only: serde's derived structs also accept arrays, and a
@@ -81,9 +86,11 @@ struct WireMeta<'a> {
 }
 
 /// The metadata of the object in `json`, and the byte range of its `managedFields` value
-/// (`None` when it has none).
+/// (`None` when it has none), for an object of the `expected` type nested at most
+/// [`MAX_NESTING`] levels, as a typed decode would find it.
 pub(crate) fn read_meta(
     json: &str,
+    expected: &ExpectedType,
 ) -> Result<(CompactMeta, Option<std::ops::Range<usize>>), serde_json::Error> {
     // serde's derived structs also accept arrays; a Kubernetes object and its metadata are
     // JSON objects only.
@@ -91,6 +98,15 @@ pub(crate) fn read_meta(
     let top: Top<'_> = serde_json::from_str(json)?;
     if !json.trim_start().starts_with('{') {
         return Err(not_an_object());
+    }
+    expected
+        .check_object(top.api_version.as_deref(), top.kind.as_deref())
+        .map_err(serde::de::Error::custom)?;
+    // The rest was skipped without a depth limit; `typed` would stop at serde_json's.
+    if nesting_exceeds(json.as_bytes(), MAX_NESTING) {
+        return Err(serde::de::Error::custom(format_args!(
+            "the object nests deeper than {MAX_NESTING} levels"
+        )));
     }
     let Some(OnlyMap(wire)) = top.metadata else {
         return Ok((CompactMeta::default(), None));
@@ -181,7 +197,7 @@ mod tests {
     use super::*;
 
     fn strip(json: &str) -> String {
-        let (_, span) = read_meta(json).unwrap();
+        let (_, span) = read_meta(json, &ExpectedType::any()).unwrap();
         without_member(json, span.unwrap()).unwrap()
     }
 
@@ -190,7 +206,7 @@ mod tests {
         let json = r#"{"kind":"Pod","metadata":{"name":"a","namespace":"ns","resourceVersion":"7",
             "uid":"u","labels":{"app":"web"},"generation":3,"deletionTimestamp":"2025-01-01T00:00:00Z"},
             "spec":{"containers":[{"name":"c"}]}}"#;
-        let (meta, span) = read_meta(json).unwrap();
+        let (meta, span) = read_meta(json, &ExpectedType::any()).unwrap();
         assert_eq!(meta.name.as_deref(), Some("a"));
         assert_eq!(meta.namespace.as_deref(), Some("ns"));
         assert_eq!(meta.resource_version.as_deref(), Some("7"));
@@ -206,7 +222,7 @@ mod tests {
         let json = r#"{"metadata":{"name":"a","ownerReferences":[
             {"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"u1","controller":true},
             7, {"kind": 5}]}}"#;
-        let (meta, _) = read_meta(json).unwrap();
+        let (meta, _) = read_meta(json, &ExpectedType::any()).unwrap();
         assert_eq!(
             &*meta.owner_references,
             [OwnerReference {
@@ -219,14 +235,14 @@ mod tests {
             r#"{"metadata":{"ownerReferences":{"kind":"ReplicaSet"}}}"#,
             r#"{"metadata":{"name":"a"}}"#,
         ] {
-            let (meta, _) = read_meta(odd).unwrap();
+            let (meta, _) = read_meta(odd, &ExpectedType::any()).unwrap();
             assert!(meta.owner_references.is_empty(), "{odd}");
         }
     }
 
     #[test]
     fn null_deletion_timestamp_is_not_deleting() {
-        let (meta, _) = read_meta(r#"{"metadata":{"name":"a","deletionTimestamp":null}}"#).unwrap();
+        let (meta, _) = read_meta(r#"{"metadata":{"name":"a","deletionTimestamp":null}}"#, &ExpectedType::any()).unwrap();
         assert!(!meta.being_deleted);
     }
 
@@ -253,7 +269,7 @@ mod tests {
     #[test]
     fn an_escaped_key_is_left_to_the_slow_way() {
         let json = r#"{"metadata":{"name":"a","managed\u0046ields":[1]}}"#;
-        let (_, span) = read_meta(json).unwrap();
+        let (_, span) = read_meta(json, &ExpectedType::any()).unwrap();
         assert!(without_member(json, span.unwrap()).is_none());
         assert_eq!(
             without_managed_fields_slow(json).unwrap(),
@@ -263,9 +279,9 @@ mod tests {
 
     #[test]
     fn bad_metadata_is_an_error() {
-        assert!(read_meta(r#"{"metadata":{"name":5}}"#).is_err());
-        assert!(read_meta(r#"{"metadata":[]}"#).is_err());
-        assert!(read_meta("[1]").is_err());
-        assert!(read_meta(r#"{"metadata":{"name":"a"}"#).is_err());
+        assert!(read_meta(r#"{"metadata":{"name":5}}"#, &ExpectedType::any()).is_err());
+        assert!(read_meta(r#"{"metadata":[]}"#, &ExpectedType::any()).is_err());
+        assert!(read_meta("[1]", &ExpectedType::any()).is_err());
+        assert!(read_meta(r#"{"metadata":{"name":"a"}"#, &ExpectedType::any()).is_err());
     }
 }

@@ -156,3 +156,42 @@ fn serde_round_trip_of_a_typed_pod() {
     expected.metadata.managed_fields = None;
     assert_eq!(compact.typed().unwrap(), expected);
 }
+
+/// The compact form refuses what a typed decode refuses: another `apiVersion` or `kind`, and an
+/// object nested deeper than `MAX_NESTING` (the limit `typed` would hit later).
+#[test]
+fn compact_refuses_what_typed_refuses() {
+    use kcache_store::{DynamicObject, ExpectedType, MAX_NESTING};
+
+    let codec = CompactCodec::new().expect_type(ExpectedType::new("v1", Some("Pod")));
+    for json in [
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}"#,
+        r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"a"}}"#,
+        r#"{"apiVersion":"apps/v1","kind":"Pod","metadata":{"name":"a"}}"#,
+    ] {
+        assert!(serde_json::from_str::<Pod>(json).is_err(), "{json}");
+        assert!(codec.encode::<Pod>(json).is_err(), "{json}");
+    }
+    for json in [
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}"#,
+        r#"{"metadata":{"name":"a"}}"#,
+    ] {
+        assert!(serde_json::from_str::<Pod>(json).is_ok(), "{json}");
+        assert!(codec.encode::<Pod>(json).is_ok(), "{json}");
+    }
+    // `spec` is `n` nested arrays: the object nests `1 + n` levels.
+    let nested = |n: usize| {
+        format!(
+            r#"{{"metadata":{{"name":"a"}},"spec":{}1{}}}"#,
+            "[".repeat(n),
+            "]".repeat(n)
+        )
+    };
+    let at = codec.encode::<DynamicObject>(&nested(MAX_NESTING - 1)).unwrap();
+    assert!(at.typed().is_ok());
+    for n in [MAX_NESTING, 600, 100_000] {
+        let e = codec.encode::<DynamicObject>(&nested(n)).unwrap_err();
+        assert_eq!(e.to_string(), "the object nests deeper than 127 levels");
+        assert!(serde_json::from_str::<DynamicObject>(&nested(n)).is_err());
+    }
+}
