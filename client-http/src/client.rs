@@ -210,7 +210,8 @@ impl Client {
                 .transport
                 .send(req)
                 .await
-                .map_err(kcache_reflector::Error::Transport)?;
+                // A TLS failure says what to check first (the scheme, the CA, the chain).
+                .map_err(|e| kcache_reflector::Error::Transport(crate::transport::hint::explain(e)))?;
             let status = response.status();
             if status.is_success() {
                 return Ok(response);

@@ -4,7 +4,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchStream};
-use kcache_store::{Compact, CompactCodec, Object};
+use kcache_store::{Compact, CompactCodec, ExpectedType, Object};
 use serde::de::DeserializeOwned;
 
 use crate::decode::response::{Decoding, watch_guard};
@@ -84,15 +84,30 @@ impl<T> fmt::Debug for HttpListerWatcherBuilder<T> {
 
 impl<T> HttpListerWatcherBuilder<T> {
     /// Only this namespace (ignored for cluster-scoped resources). The default is all
-    /// namespaces.
+    /// namespaces. An object of another namespace that the server sends anyway is refused:
+    /// reported as an undecodable object is, and never cached.
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.inner.namespace = Some(namespace.into());
+        let namespace = namespace.into();
+        self.inner.decoding.expected.namespace =
+            self.inner.resource.namespaced.then(|| namespace.clone());
+        self.inner.namespace = Some(namespace);
         self
     }
 
     /// Every namespace (the default).
     pub fn all_namespaces(mut self) -> Self {
         self.inner.namespace = None;
+        self.inner.decoding.expected.namespace = None;
+        self
+    }
+
+    /// The kind of the resource's objects (`Pod`): a list must then be a `PodList`, and an
+    /// object that carries another kind is refused as an undecodable one is. The typed
+    /// constructors ([`typed`](HttpListerWatcher::typed), `compact_typed`) set it; with
+    /// [`builder`](HttpListerWatcher::builder) only the `apiVersion` is checked unless it is
+    /// given. Set it before [`codec`](Self::codec), which hands it to the compact codec.
+    pub fn kind(mut self, kind: &str) -> Self {
+        self.inner.decoding.expected.r#type = self.inner.decoding.expected.r#type.with_kind(kind);
         self
     }
 
@@ -106,14 +121,17 @@ impl<T> HttpListerWatcherBuilder<T> {
 
 impl<T> HttpListerWatcher<T> {
     /// A builder for `resource`, decoded as `T` (e.g. [`DynamicObject`](kcache_store::DynamicObject)
-    /// or a type of your own).
+    /// or a type of your own). Lists must be of the resource's `apiVersion` (a `Status`
+    /// answered with a `200` is the error it describes), and so must objects that carry one.
     pub fn builder(client: Client, resource: ApiResource) -> HttpListerWatcherBuilder<T> {
+        let mut decoding = Decoding::default();
+        decoding.expected.r#type = ExpectedType::new(&resource.api_version(), None);
         HttpListerWatcherBuilder {
             inner: Self {
                 client,
                 resource,
                 namespace: None,
-                decoding: Decoding::default(),
+                decoding,
                 _t: PhantomData,
             },
         }
@@ -140,12 +158,12 @@ impl<T> HttpListerWatcher<T> {
 impl<K: k8s_openapi::Resource> HttpListerWatcher<K> {
     /// A lister-watcher of the k8s-openapi type `K` across all namespaces.
     pub fn new(client: Client) -> Self {
-        Self::builder(client, ApiResource::of::<K>()).build()
+        Self::typed(client).build()
     }
 
-    /// A builder for the k8s-openapi type `K`.
+    /// A builder for the k8s-openapi type `K` (lists must be `K`'s list kind).
     pub fn typed(client: Client) -> HttpListerWatcherBuilder<K> {
-        Self::builder(client, ApiResource::of::<K>())
+        Self::builder(client, ApiResource::of::<K>()).kind(K::KIND)
     }
 }
 
@@ -177,7 +195,9 @@ impl<K: k8s_openapi::Resource + 'static> HttpListerWatcher<Compact<K>> {
     /// A builder of compact objects of the k8s-openapi type `K` (see
     /// [`compact`](Self::compact)): `Compact<Pod>`, decoded into a `Pod` on demand.
     pub fn compact_typed(client: Client) -> HttpListerWatcherBuilder<Compact<K>> {
-        Self::compact(client, ApiResource::of::<K>())
+        Self::builder(client, ApiResource::of::<K>())
+            .kind(K::KIND)
+            .codec(CompactCodec::new())
     }
 }
 

@@ -80,7 +80,7 @@ pub use self::lister_watcher::{ListerWatcher, WatchStream};
 pub use self::object_list::{ListMeta, ObjectList};
 pub use self::options::{ListOptions, ResourceVersionMatch, query};
 pub use self::reflector::{
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_PAGES, DEFAULT_PAGE_SIZE, DEFAULT_WATCH_LIST_ATTEMPTS,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES, DEFAULT_PAGE_SIZE, DEFAULT_WATCH_LIST_ATTEMPTS,
     MIN_WATCH_TIMEOUT, Reflector, ReflectorBuilder, ShouldResyncFn, TransformFn,
 };
 pub use self::report::{ErrorHook, LOG_BURST, LOG_WINDOW};

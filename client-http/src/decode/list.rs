@@ -11,14 +11,29 @@
 //! parsed at the end. Each item is then decoded on its own, as before: one the type cannot hold
 //! goes to the list's [`skipped`](ObjectList::skipped). A body whose brackets do not match, or
 //! that is not a JSON object, is an error, as a whole-body parse would have found.
+//!
+//! The body must be the list asked for, or the cache would be replaced from something else:
+//! - a `Status` (which a proxy or an aggregated API server may send with a `200`) is the API
+//!   error it describes ([`Error::Api`]: a `410` in it relists as a `410` does);
+//! - a list of another `apiVersion` or kind, or one without an `items` array, is an
+//!   [`Error::Decode`] (`"items": null`, which Go servers write for an empty list, is empty);
+//! - an item of another `apiVersion` or kind, or (for a lister-watcher of one namespace) of
+//!   another namespace, is left out and reported as an undecodable one is.
+//!
+//! Bounds: at most `max_objects` items (undecodable ones included) are decoded, past which the
+//! list fails with [`Error::Limit`]; an item may nest as deeply as it likes without failing
+//! the list (it is one bad item past [`MAX_NESTING`] levels, as its decode fails), and the
+//! scan's own stack stops growing past that depth.
 
-use kcache_reflector::{DecodeError, Error, ListMeta, ObjectList, reason_of};
+use kcache_reflector::{DecodeError, Error, ListMeta, ObjectList, Status, reason_of};
+use kcache_store::{MAX_NESTING, Object};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use super::compact::ObjectFn;
 use super::exact_capacity::ArrayCounts;
+use super::expect::Expected;
 use super::{DecodeOptions, decode_object};
 
 /// A list body's members other than its items (read one by one while scanning), and the items
@@ -27,12 +42,24 @@ use super::{DecodeOptions, decode_object};
 struct RawList<'a> {
     #[serde(default)]
     metadata: Option<ListMeta>,
+    /// `Some` whenever the member is there, `null` included.
+    #[serde(default, borrow, deserialize_with = "present")]
+    items: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "apiVersion")]
+    api_version: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, borrow)]
-    items: Option<Vec<&'a RawValue>>,
+    kind: Option<std::borrow::Cow<'a, str>>,
 }
 
-/// The deepest nesting the scan follows (`serde_json` stops at 128 when decoding an item).
-const MAX_DEPTH: usize = 512;
+/// A member's text whenever the member is there (`Option`'s own impl reads `null` as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// The deepest nesting the scan keeps a stack for: the body, `items`, and an item nested as
+/// deeply as it can be and still decode. Deeper inside an item only a count is kept (the item
+/// will not decode); deeper outside the items, the body is not a list kcache can read.
+const MAX_DEPTH: usize = 2 + MAX_NESTING;
 
 /// Where the scan stands inside the top-level `items` array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +94,11 @@ struct TopKey {
 pub(crate) struct ListDecoder<'a, T> {
     options: DecodeOptions,
     objects: Option<&'a ObjectFn<T>>,
+    expected: &'a Expected,
+    /// The most items decoded; past it `feed` fails.
+    max_objects: usize,
+    /// Levels of brackets past [`MAX_DEPTH`] inside the current element.
+    overflow: usize,
     counts: Option<ArrayCounts>,
     /// The body outside `items`, with `"items":[]` where the array was.
     rest: Vec<u8>,
@@ -84,13 +116,21 @@ pub(crate) struct ListDecoder<'a, T> {
     bytes: usize,
 }
 
-impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
+impl<'a, T: DeserializeOwned + Object> ListDecoder<'a, T> {
     /// A decoder building items with `objects` when given (a compact lister-watcher), else
-    /// with serde and `options`.
-    pub(crate) fn new(options: DecodeOptions, objects: Option<&'a ObjectFn<T>>) -> Self {
+    /// with serde and `options`, keeping those that are `expected`, at most `max_objects`.
+    pub(crate) fn new(
+        options: DecodeOptions,
+        objects: Option<&'a ObjectFn<T>>,
+        expected: &'a Expected,
+        max_objects: usize,
+    ) -> Self {
         Self {
             options,
             objects,
+            expected,
+            max_objects,
+            overflow: 0,
             counts: options.exact_capacities.then(ArrayCounts::default),
             rest: Vec::new(),
             element: Vec::new(),
@@ -115,8 +155,22 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
     ///
     /// # Errors
     ///
-    /// [`Error::Decode`] when the brackets do not match or `items` appears twice.
+    /// [`Error::Decode`] when the brackets do not match or `items` appears twice;
+    /// [`Error::Limit`] past `max_objects` items.
     pub(crate) fn feed(&mut self, chunk: &[u8]) -> Result<(), Error> {
+        self.scan(chunk)?;
+        if self.index > self.max_objects {
+            return Err(Error::Limit(format!(
+                "the list response holds more than {} objects (the lister-watcher's \
+                 max_list_objects)",
+                self.max_objects
+            )));
+        }
+        Ok(())
+    }
+
+    /// [`feed`](Self::feed) without the item budget.
+    fn scan(&mut self, chunk: &[u8]) -> Result<(), Error> {
         self.bytes = self.bytes.saturating_add(chunk.len());
         // The start of the run of `chunk` that goes to the same place (rest or element).
         let mut run = 0;
@@ -157,7 +211,7 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
                     let items_start =
                         b == b'[' && self.stack.len() == 1 && self.top.key == b"items";
                     if self.stack.len() >= MAX_DEPTH {
-                        return Err(malformed("it nests deeper than 512 brackets"));
+                        return Err(malformed("it nests too deeply outside its items"));
                     }
                     self.stack.push(b);
                     if items_start {
@@ -258,10 +312,13 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
                 b'"' => self.string.inside = true,
                 b @ (b'{' | b'[') => {
                     if self.stack.len() >= MAX_DEPTH {
-                        return Err(malformed("it nests deeper than 512 brackets"));
+                        // Too deep to decode: the item will be reported; only count.
+                        self.overflow += 1;
+                    } else {
+                        self.stack.push(b);
                     }
-                    self.stack.push(b);
                 }
+                b'}' | b']' if self.overflow > 0 => self.overflow -= 1,
                 b @ (b'}' | b']') => {
                     let open = if b == b'}' { b'{' } else { b'[' };
                     if self.stack.pop() != Some(open) {
@@ -316,6 +373,10 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
     fn decode_item(&mut self, text: &[u8]) {
         let i = self.index;
         self.index += 1;
+        if i >= self.max_objects {
+            // Over budget: `feed` fails the list; nothing more is built.
+            return;
+        }
         let text = text.trim_ascii();
         let decoded = std::str::from_utf8(text).ok().and_then(|json| {
             match self.objects {
@@ -327,7 +388,13 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
             .ok()
         });
         match decoded {
-            Some(obj) => self.decoded.push(obj),
+            Some(obj) => match self.expected.refusal(&obj) {
+                None => self.decoded.push(obj),
+                Some(why) => {
+                    self.skipped
+                        .push(Expected::refused(format!("list item {i}"), &obj, why, None));
+                }
+            },
             None => self.skipped.push(DecodeError::of_object::<T>(
                 format!("list item {i}"),
                 &String::from_utf8_lossy(text),
@@ -339,9 +406,11 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
     ///
     /// # Errors
     ///
-    /// [`Error::Decode`] when the body is not a complete JSON object.
+    /// [`Error::Api`] when the body is a `Status`; [`Error::Decode`] when it is not a complete
+    /// JSON object, not a list of the expected type, or has no `items` array;
+    /// [`Error::Limit`] past `max_objects` items.
     pub(crate) fn finish(mut self) -> Result<ObjectList<T>, Error> {
-        if self.string.inside || !self.stack.is_empty() {
+        if self.string.inside || !self.stack.is_empty() || self.overflow > 0 {
             return Err(malformed("it ends early"));
         }
         let rest = std::mem::take(&mut self.rest);
@@ -350,10 +419,33 @@ impl<'a, T: DeserializeOwned> ListDecoder<'a, T> {
         if !rest.trim_ascii_start().starts_with(b"{") {
             return Err(malformed("it is not a JSON object"));
         }
+        if raw.kind.as_deref() == Some("Status") {
+            // An error answered as a success: the error it describes.
+            let status: Status = serde_json::from_slice(&rest).map_err(|e| {
+                Error::decode(DecodeError::new("list response (a Status)", reason_of(&e)))
+            })?;
+            return Err(Error::api(status));
+        }
+        self.expected
+            .r#type
+            .check_list(raw.api_version.as_deref(), raw.kind.as_deref())
+            .map_err(|why| malformed(&why))?;
+        let Some(items) = raw.items else {
+            return Err(malformed("it has no `items`"));
+        };
         // `items` under a key written with escapes was not recognized while scanning: its
-        // elements are here.
-        for item in raw.items.unwrap_or_default() {
+        // elements are here (and `null` is an empty list).
+        let items: Option<Vec<&RawValue>> = serde_json::from_str(items.get())
+            .map_err(|_| malformed("its `items` is not an array"))?;
+        for item in items.unwrap_or_default() {
             self.decode_item(item.get().as_bytes());
+        }
+        if self.index > self.max_objects {
+            return Err(Error::Limit(format!(
+                "the list response holds more than {} objects (the lister-watcher's \
+                 max_list_objects)",
+                self.max_objects
+            )));
         }
         Ok(ObjectList::from_meta(self.decoded, raw.metadata).with_skipped(self.skipped))
     }
@@ -373,7 +465,17 @@ mod tests {
 
     /// The list from `body` fed in chunks of `size` bytes.
     fn chunked(body: &str, size: usize) -> Result<ObjectList<DynamicObject>, Error> {
-        let mut decoder = ListDecoder::new(DecodeOptions::default(), None);
+        chunked_as(body, size, &Expected::default(), usize::MAX)
+    }
+
+    /// The same with what the lister-watcher expects and its item budget.
+    fn chunked_as(
+        body: &str,
+        size: usize,
+        expected: &Expected,
+        max_objects: usize,
+    ) -> Result<ObjectList<DynamicObject>, Error> {
+        let mut decoder = ListDecoder::new(DecodeOptions::default(), None, expected, max_objects);
         for chunk in body.as_bytes().chunks(size) {
             decoder.feed(chunk)?;
         }
@@ -433,7 +535,6 @@ mod tests {
             r#"{"metadata":{"resourceVersion":"4"},"items":[{"metadata":{"name":5}},7,"s",null,[1],{"metadata":{"name":"ok"}}]}"#,
             r#"{"metadata":{"resourceVersion":"5"},"items":[]}"#,
             r#"{"metadata":{"resourceVersion":"6"},"items":null}"#,
-            r#"{"metadata":{"resourceVersion":"7"}}"#,
             // A key written with an escape is found by the final parse.
             r#"{"metadata":{"resourceVersion":"8"},"it\u0065ms":[{"metadata":{"name":"e"}}]}"#,
             // Keys that look like items but are not.
@@ -458,7 +559,9 @@ mod tests {
             r#"{{"metadata":{{"resourceVersion":"1"}},"items":[{}]}}"#,
             vec![item.as_str(); 50].join(",")
         );
-        let mut decoder = ListDecoder::<DynamicObject>::new(DecodeOptions::default(), None);
+        let expected = Expected::default();
+        let mut decoder =
+            ListDecoder::<DynamicObject>::new(DecodeOptions::default(), None, &expected, 1000);
         let mut most_held = 0;
         for chunk in body.as_bytes().chunks(4096) {
             decoder.feed(chunk).unwrap();
@@ -473,8 +576,15 @@ mod tests {
 
     #[test]
     fn a_body_that_is_not_a_list_is_an_error() {
-        let deep = format!("{{\"items\":[{}{}]}}", "[".repeat(600), "]".repeat(600));
+        let deep = format!(
+            "{{\"metadata\":{}{},\"items\":[]}}",
+            "[".repeat(600),
+            "]".repeat(600)
+        );
         for body in [
+            r#"{"metadata":{"resourceVersion":"7"}}"#,
+            r#"{"metadata":{"resourceVersion":"7"},"items":{}}"#,
+            r#"{"metadata":{"resourceVersion":"7"},"items":5}"#,
             r#"{"items":[{"metadata":{"name":"a"}]}"#,
             r#"{"items":[{"metadata":{"name":"a"}}"#,
             r#"{"items":[{"metadata":{"name":"a}}]}"#,
@@ -491,6 +601,142 @@ mod tests {
                     "{body:.60} by {size}"
                 );
             }
+        }
+    }
+
+    /// An item with `arrays` nested arrays under `spec` (`1 + arrays` levels) and a name.
+    fn nested_item(name: &str, arrays: usize) -> String {
+        format!(
+            r#"{{"metadata":{{"name":"{name}","resourceVersion":"2"}},"spec":{}1{}}}"#,
+            "[".repeat(arrays),
+            "]".repeat(arrays)
+        )
+    }
+
+    #[test]
+    fn an_item_nested_past_the_limit_is_one_bad_item_not_a_failed_list() {
+        for arrays in [MAX_NESTING, 600, 100_000] {
+            let body = format!(
+                r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"5"}},"items":[{},{},{}]}}"#,
+                nested_item("a", 3),
+                nested_item("deep", arrays),
+                nested_item("c", MAX_NESTING - 1),
+            );
+            for size in [7, 4096, body.len()] {
+                let list = chunked(&body, size).unwrap_or_else(|e| panic!("{arrays} by {size}: {e}"));
+                let names: Vec<_> = list.items.iter().map(|o| o.name().unwrap_or("?")).collect();
+                assert_eq!(names, ["a", "c"], "{arrays} by {size}");
+                assert_eq!(list.skipped.len(), 1);
+                assert!(
+                    list.skipped[0].to_string().contains("recursion limit"),
+                    "{}",
+                    list.skipped[0]
+                );
+                assert_eq!(list.resource_version, "5");
+            }
+        }
+    }
+
+    #[test]
+    fn a_status_is_the_error_it_describes() {
+        for body in [
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old","reason":"Expired","code":410}"#,
+            r#"{"kind":"Status","status":"Failure","code":410,"items":[{"metadata":{"name":"a"}}]}"#,
+        ] {
+            for size in [3, body.len()] {
+                match chunked(body, size) {
+                    Err(Error::Api(s)) => assert_eq!(s.code, Some(410), "{body}"),
+                    other => panic!("{body}: {other:?}"),
+                }
+            }
+        }
+        let e = chunked(r#"{"kind":"Status","code":"x"}"#, 100).unwrap_err();
+        assert!(matches!(e, Error::Decode(_)), "{e:?}");
+    }
+
+    #[test]
+    fn a_list_of_another_type_is_an_error_and_so_are_its_items() {
+        let pods = Expected {
+            r#type: kcache_store::ExpectedType::new("v1", Some("Pod")),
+            namespace: None,
+        };
+        for body in [
+            r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{},"items":[]}"#,
+            r#"{"kind":"PodList","apiVersion":"apps/v1","metadata":{},"items":[]}"#,
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a"}}"#,
+        ] {
+            let e = chunked_as(body, 5, &pods, usize::MAX).unwrap_err();
+            assert!(
+                e.to_string().starts_with("could not decode list response: not a JSON list: "),
+                "{body}: {e}"
+            );
+        }
+        // Items of another kind or apiVersion are left out and reported by name.
+        let body = r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"3"},"items":[
+            {"metadata":{"name":"p"}},
+            {"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm","namespace":"ns","resourceVersion":"2"}},
+            {"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"d","namespace":"ns"}},
+            {"kind":"Pod","apiVersion":"v1","metadata":{"name":"q"}}]}"#;
+        let list = chunked_as(body, 11, &pods, usize::MAX).unwrap();
+        let names: Vec<_> = list.items.iter().map(|o| o.name().unwrap_or("?")).collect();
+        assert_eq!(names, ["p", "q"]);
+        let skipped: Vec<String> = list.skipped.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            skipped,
+            [
+                "could not decode list item 1 (ns/cm at resourceVersion 2): kind is `ConfigMap`, expected `Pod`",
+                "could not decode list item 2 (ns/d): apiVersion is `apps/v1`, expected `v1`",
+            ]
+        );
+    }
+
+    #[test]
+    fn objects_of_another_namespace_are_left_out() {
+        let prod = Expected {
+            r#type: kcache_store::ExpectedType::any(),
+            namespace: Some("prod".to_owned()),
+        };
+        let body = r#"{"metadata":{},"items":[{"metadata":{"name":"a","namespace":"prod"}},
+            {"metadata":{"name":"b","namespace":"dev","resourceVersion":"4"}},{"metadata":{"name":"c"}}]}"#;
+        let list = chunked_as(body, 9, &prod, usize::MAX).unwrap();
+        assert_eq!(list.items.len(), 1);
+        let skipped: Vec<String> = list.skipped.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            skipped,
+            [
+                "could not decode list item 1 (dev/b at resourceVersion 4): the object is in namespace `dev`, outside the lister-watcher's `prod`",
+                "could not decode list item 2 (c): the object has no namespace; the lister-watcher lists namespace `prod`",
+            ]
+        );
+    }
+
+    #[test]
+    fn no_more_than_max_objects_items_are_built() {
+        let item = r#"{"metadata":{"name":"a"}}"#;
+        let body = format!(
+            r#"{{"metadata":{{}},"items":[{}]}}"#,
+            vec![item; 10].join(",")
+        );
+        let expected = Expected::default();
+        assert_eq!(chunked_as(&body, 8, &expected, 10).unwrap().items.len(), 10);
+        // Fed in one piece or in many, the list fails once an item past the budget is seen,
+        // and nothing past the budget is built.
+        for size in [8, body.len()] {
+            let mut decoder =
+                ListDecoder::<DynamicObject>::new(DecodeOptions::default(), None, &expected, 4);
+            let mut failed = None;
+            for chunk in body.as_bytes().chunks(size) {
+                if let Err(e) = decoder.feed(chunk) {
+                    failed = Some(e);
+                    break;
+                }
+            }
+            let e = failed.expect("the budget is enforced while feeding");
+            assert_eq!(
+                e.to_string(),
+                "the list response holds more than 4 objects (the lister-watcher's max_list_objects)"
+            );
+            assert!(decoder.decoded.len() + decoder.skipped.len() <= 4);
         }
     }
 }

@@ -13,6 +13,7 @@
 
 pub(crate) mod compact;
 pub(crate) mod exact_capacity;
+pub(crate) mod expect;
 pub(crate) mod forward;
 pub(crate) mod list;
 pub(crate) mod managed_fields;
@@ -22,6 +23,7 @@ pub(crate) mod setters;
 pub(crate) mod watch;
 
 use kcache_reflector::{Error, ObjectList};
+use kcache_store::Object;
 use serde::de::DeserializeOwned;
 
 use crate::SkipManagedFields;
@@ -81,7 +83,7 @@ pub(crate) fn decode_object<T: DeserializeOwned>(
 /// # Errors
 ///
 /// [`Error::Decode`] when the body is not a list at all.
-pub fn decode_list<T: DeserializeOwned>(
+pub fn decode_list<T: DeserializeOwned + Object>(
     body: &[u8],
     skip_managed_fields: bool,
 ) -> Result<ObjectList<T>, Error> {
@@ -89,7 +91,8 @@ pub fn decode_list<T: DeserializeOwned>(
         skip_managed_fields,
         exact_capacities: false,
     };
-    let mut decoder = list::ListDecoder::new(options, None);
+    let expected = expect::Expected::default();
+    let mut decoder = list::ListDecoder::new(options, None, &expected, usize::MAX);
     decoder.feed(body)?;
     decoder.finish()
 }

@@ -10,11 +10,13 @@ use std::fmt;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use kcache_reflector::{Error, ObjectList, WatchStream};
+use kcache_reflector::{DEFAULT_MAX_LIST_OBJECTS, Error, ObjectList, WatchEvent, WatchStream};
+use kcache_store::Object;
 use serde::de::DeserializeOwned;
 
 use crate::decode::DecodeOptions;
 use crate::decode::compact::ObjectFn;
+use crate::decode::expect::Expected;
 use crate::decode::list::ListDecoder;
 use crate::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
 use crate::transport::ResponseBody;
@@ -31,6 +33,10 @@ pub(crate) struct Decoding<T> {
     pub(crate) max_event_size: usize,
     /// The largest list response accepted, in bytes.
     pub(crate) max_list_bytes: usize,
+    /// The most objects one list response may hold.
+    pub(crate) max_list_objects: usize,
+    /// The type and namespace objects must have.
+    pub(crate) expected: Expected,
     /// managedFields and vector capacities.
     pub(crate) options: DecodeOptions,
     /// Builds objects instead of serde: a compact lister-watcher's shared codec.
@@ -42,6 +48,8 @@ impl<T> Default for Decoding<T> {
         Self {
             max_event_size: DEFAULT_MAX_EVENT_SIZE,
             max_list_bytes: DEFAULT_MAX_LIST_BYTES,
+            max_list_objects: DEFAULT_MAX_LIST_OBJECTS,
+            expected: Expected::default(),
             options: DecodeOptions::default(),
             objects: None,
         }
@@ -53,6 +61,8 @@ impl<T> Clone for Decoding<T> {
         Self {
             max_event_size: self.max_event_size,
             max_list_bytes: self.max_list_bytes,
+            max_list_objects: self.max_list_objects,
+            expected: self.expected.clone(),
             options: self.options,
             objects: self.objects.clone(),
         }
@@ -64,21 +74,29 @@ impl<T> fmt::Debug for Decoding<T> {
         f.debug_struct("Decoding")
             .field("max_event_size", &self.max_event_size)
             .field("max_list_bytes", &self.max_list_bytes)
+            .field("max_list_objects", &self.max_list_objects)
+            .field("expected", &self.expected)
             .field("options", &self.options)
             .field("compact", &self.objects.is_some())
             .finish()
     }
 }
 
-impl<T: DeserializeOwned + Send + 'static> Decoding<T> {
+impl<T: DeserializeOwned + Object> Decoding<T> {
     /// Decodes a list response body as it arrives: each item as soon as its last byte is in.
     ///
     /// # Errors
     ///
-    /// [`Error::Transport`] when the body breaks, [`Error::Limit`] past `max_list_bytes`,
-    /// [`Error::Decode`] when the body is not a list.
+    /// [`Error::Transport`] when the body breaks, [`Error::Limit`] past `max_list_bytes` or
+    /// `max_list_objects`, [`Error::Decode`] when the body is not a list of the expected type,
+    /// [`Error::Api`] when it is a `Status`.
     pub(crate) async fn list(&self, mut body: ResponseBody) -> Result<ObjectList<T>, Error> {
-        let mut decoder = ListDecoder::new(self.options, self.objects.as_ref());
+        let mut decoder = ListDecoder::new(
+            self.options,
+            self.objects.as_ref(),
+            &self.expected,
+            self.max_list_objects,
+        );
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(Error::Transport)?;
             if decoder.len().saturating_add(chunk.len()) > self.max_list_bytes {
@@ -93,14 +111,38 @@ impl<T: DeserializeOwned + Send + 'static> Decoding<T> {
     }
 
     /// The reflector's stream of a watch response body; `guard` ends it (cleanly) if the server
-    /// has not ended it by then.
+    /// has not ended it by then. An object of another type or namespace than `expected` is an
+    /// undecodable one ([`Error::Decode`] with its identity: the reflector leaves that key out
+    /// and goes on).
     pub(crate) fn watch(&self, body: ResponseBody, guard: Option<Duration>) -> WatchStream<T> {
         let decoder = WatchDecoder::new()
             .max_event_size(self.max_event_size)
             .skip_managed_fields(self.options.skip_managed_fields)
             .exact_capacities(self.options.exact_capacities)
             .objects(self.objects.clone());
-        watch_stream(body, decoder, guard)
+        let stream = watch_stream(body, decoder, guard);
+        let expected = self.expected.clone();
+        if expected.r#type == kcache_store::ExpectedType::any() && expected.namespace.is_none() {
+            return stream;
+        }
+        Box::pin(stream.map(move |item| {
+            let event = item?;
+            let (obj, event_type) = match &event {
+                WatchEvent::Added(o) => (o, kcache_reflector::EventType::Added),
+                WatchEvent::Modified(o) => (o, kcache_reflector::EventType::Modified),
+                WatchEvent::Deleted(o) => (o, kcache_reflector::EventType::Deleted),
+                WatchEvent::Bookmark(_) | WatchEvent::Error(_) => return Ok(event),
+            };
+            match expected.refusal(obj) {
+                None => Ok(event),
+                Some(why) => Err(Error::decode(Expected::refused(
+                    "watch event",
+                    obj,
+                    why,
+                    Some(event_type),
+                ))),
+            }
+        }))
     }
 }
 

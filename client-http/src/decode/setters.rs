@@ -47,6 +47,17 @@ macro_rules! decoding_setters {
             self.inner.decoding.max_list_bytes = bytes.max(1);
             self
         }
+
+        /// The most objects one list response may hold, undecodable ones included (default
+        /// [`DEFAULT_MAX_LIST_OBJECTS`](kcache_reflector::DEFAULT_MAX_LIST_OBJECTS), the
+        /// reflector's own bound on a whole list): items past it are not built, and the list
+        /// fails with [`Error::Limit`](kcache_reflector::Error::Limit). `max_list_bytes`
+        /// bounds the wire; this bounds the decoded objects, which take several times their
+        /// JSON in memory, so that a list that never ends cannot take more than a few GiB.
+        pub fn max_list_objects(mut self, objects: usize) -> Self {
+            self.inner.decoding.max_list_objects = objects.max(1);
+            self
+        }
     };
 }
 
@@ -55,8 +66,12 @@ macro_rules! codec_setter {
     () => {
         /// The codec that builds the compact objects (by default `CompactCodec::new()`:
         /// managedFields dropped, dictionary learned from the first object). The serde options
-        /// (`skip_managed_fields`, `exact_capacities`) do not apply to compact objects.
+        /// (`skip_managed_fields`, `exact_capacities`) do not apply to compact objects. The
+        /// codec is given the resource's type
+        /// ([`expect_type`](kcache_store::CompactCodec::expect_type)), so that the compact
+        /// form refuses what a typed decode refuses.
         pub fn codec(mut self, codec: kcache_store::CompactCodec) -> Self {
+            let codec = codec.expect_type(self.inner.decoding.expected.r#type.clone());
             self.inner.decoding.objects = Some($crate::decode::compact::compact_objects(codec));
             self
         }

@@ -9,7 +9,7 @@ use futures_util::TryStreamExt;
 use http::header::{ACCEPT, ACCEPT_ENCODING};
 use http_body_util::BodyExt;
 use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchStream};
-use kcache_store::{Compact, CompactCodec, Object};
+use kcache_store::{Compact, CompactCodec, ExpectedType, Object};
 use kube_client::client::Body;
 use kube_client::core::{ApiResource, DynamicObject, Resource};
 use kube_client::{Api, Client};
@@ -158,14 +158,21 @@ impl<T> KubeListerWatcher<T> {
         dyntype: &K::DynamicType,
     ) -> KubeListerWatcherBuilder<T> {
         let resource = resource_name(&K::plural(dyntype), &K::group(dyntype));
+        let path = api.resource_url().to_owned();
+        let mut decoding = Decoding::default();
+        // The type kube-rs knows for `K`, and the namespace of the `Api`: what a typed decode
+        // and a namespaced list would accept.
+        decoding.expected.r#type =
+            ExpectedType::new(&K::api_version(dyntype), Some(&K::kind(dyntype)));
+        decoding.expected.namespace = namespace_of(&path).map(str::to_owned);
         KubeListerWatcherBuilder {
             inner: Self {
-                path: api.resource_url().to_owned(),
+                path,
                 client: api.into_client(),
                 resource,
                 list_timeout: DEFAULT_LIST_TIMEOUT,
                 watch_timeout_slack: DEFAULT_WATCH_TIMEOUT_SLACK,
-                decoding: Decoding::default(),
+                decoding,
                 _t: PhantomData,
             },
         }
@@ -238,6 +245,16 @@ impl<T> KubeListerWatcher<T> {
     }
 }
 
+/// The namespace of a collection path (`/api/v1/namespaces/ns/pods` or
+/// `/apis/apps/v1/namespaces/ns/deployments`), `None` for every namespace or a cluster-scoped
+/// resource (`/api/v1/namespaces` itself lists namespaces).
+fn namespace_of(path: &str) -> Option<&str> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let at = segments.iter().position(|s| *s == "namespaces")?;
+    // A namespace and, after it, the resource.
+    (segments.len() == at + 3).then(|| segments[at + 1])
+}
+
 #[async_trait::async_trait]
 impl<T> ListerWatcher<T> for KubeListerWatcher<T>
 where
@@ -265,5 +282,22 @@ where
     /// `plural` or `plural.group` (`pods`, `deployments.apps`), for the reflector's logs.
     fn resource(&self) -> Option<String> {
         Some(self.resource.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::namespace_of;
+
+    #[test]
+    fn the_namespace_of_a_collection_path() {
+        assert_eq!(namespace_of("/api/v1/namespaces/ns/pods"), Some("ns"));
+        assert_eq!(
+            namespace_of("/apis/apps/v1/namespaces/prod/deployments"),
+            Some("prod")
+        );
+        assert_eq!(namespace_of("/api/v1/pods"), None);
+        assert_eq!(namespace_of("/api/v1/namespaces"), None);
+        assert_eq!(namespace_of("/apis/example.com/v1/widgets"), None);
     }
 }

@@ -12,6 +12,7 @@
 
 pub(crate) mod connector;
 pub(crate) mod deadline;
+pub(crate) mod hint;
 pub(crate) mod path_segment;
 pub(crate) mod proxy;
 pub(crate) mod request;

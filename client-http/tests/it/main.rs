@@ -24,6 +24,7 @@ mod proxy;
 mod redaction;
 mod send_sync;
 mod support;
+mod tls_hints;
 mod transport;
 mod userinfo;
 mod writes;

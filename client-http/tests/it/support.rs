@@ -150,14 +150,21 @@ impl Backend {
     }
 }
 
-/// `resource` as kube-rs names it (the kind only labels it; the path comes from the plural).
+/// `resource` as kube-rs names it (the path comes from the plural; the kind is what the
+/// lister-watcher expects objects and lists to be).
 #[cfg(feature = "kube")]
 pub(crate) fn kube_resource(resource: &ApiResource) -> kube_client::core::ApiResource {
-    let gvk = kube_client::core::GroupVersionKind::gvk(
-        &resource.group,
-        &resource.version,
-        &resource.plural,
-    );
+    let kind = match resource.plural.as_str() {
+        "pods" => "Pod",
+        "configmaps" => "ConfigMap",
+        "secrets" => "Secret",
+        "deployments" => "Deployment",
+        "leases" => "Lease",
+        // A resource the server does not serve: any kind.
+        other => other,
+    };
+    let gvk =
+        kube_client::core::GroupVersionKind::gvk(&resource.group, &resource.version, kind);
     kube_client::core::ApiResource::from_gvk_with_plural(&gvk, &resource.plural)
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use kcache_store::{Object, Store};
 
 use super::{
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_PAGES, DEFAULT_WATCH_LIST_ATTEMPTS, MIN_WATCH_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES, DEFAULT_WATCH_LIST_ATTEMPTS, MIN_WATCH_TIMEOUT,
     Reflector, ShouldResyncFn, State, TransformFn,
 };
 use crate::metrics::ReflectorMetrics;
@@ -27,6 +27,7 @@ impl<T: Object> Reflector<T> {
             decode_error_hook: None,
             page_size: None,
             max_list_pages: DEFAULT_MAX_LIST_PAGES,
+            max_list_objects: DEFAULT_MAX_LIST_OBJECTS,
             use_watch_list: true,
             watch_list_attempts: DEFAULT_WATCH_LIST_ATTEMPTS,
             backoff: BackoffConfig::default(),
@@ -52,6 +53,7 @@ pub struct ReflectorBuilder<T: Object> {
     decode_error_hook: Option<ErrorHook>,
     page_size: Option<i64>,
     max_list_pages: usize,
+    max_list_objects: usize,
     use_watch_list: bool,
     watch_list_attempts: u32,
     backoff: BackoffConfig,
@@ -116,11 +118,21 @@ impl<T: Object> ReflectorBuilder<T> {
 
     /// The most pages one paginated list may take (default [`DEFAULT_MAX_LIST_PAGES`], at least
     /// 1). A list that goes past it fails (and is retried after the backoff), as does one whose
-    /// server repeats a continue token. A streaming list may send at most this many pages' worth
-    /// of initial events (pages of the page size, 500 by default); past that it falls back to a
-    /// paginated list.
+    /// server repeats a continue token.
     pub fn max_list_pages(mut self, pages: usize) -> Self {
         self.max_list_pages = pages.max(1);
+        self
+    }
+
+    /// The most objects one list may bring, its pages together (undecodable items counted),
+    /// and the most initial events a streaming list may send before its bookmark (default
+    /// [`DEFAULT_MAX_LIST_OBJECTS`], at least 1). Past it the list fails with
+    /// [`Error::Limit`] and is retried after the backoff (a streaming list falls back to a
+    /// paginated one), and what it brought is dropped: this is what bounds the memory a list
+    /// that never ends can take. Keep the lister-watcher's own bound on one response (an HTTP
+    /// lister-watcher's `max_list_objects`) at least as high.
+    pub fn max_list_objects(mut self, objects: usize) -> Self {
+        self.max_list_objects = objects.max(1);
         self
     }
 
@@ -212,6 +224,7 @@ impl<T: Object> ReflectorBuilder<T> {
             metrics,
             page_size: self.page_size,
             max_list_pages: self.max_list_pages,
+            max_list_objects: self.max_list_objects,
             use_watch_list: self.use_watch_list,
             watch_list_attempts: self.watch_list_attempts,
             min_watch_timeout: self.min_watch_timeout,
@@ -238,6 +251,7 @@ impl<T: Object> fmt::Debug for ReflectorBuilder<T> {
             .field("resync_period", &self.resync_period)
             .field("page_size", &self.page_size)
             .field("max_list_pages", &self.max_list_pages)
+            .field("max_list_objects", &self.max_list_objects)
             .field("use_watch_list", &self.use_watch_list)
             .field("watch_list_attempts", &self.watch_list_attempts)
             .field("backoff", &self.backoff)

@@ -12,16 +12,6 @@ use super::{DEFAULT_PAGE_SIZE, Reflector, cancellable};
 use crate::{DecodeError, Error, ErrorChain, EventType, ListOptions, ObjectList, ObjectRef};
 
 impl<T: Object> Reflector<T> {
-    /// The most objects one list may bring: `max_list_pages` pages of the page size. A
-    /// streaming list's initial events are held to it too.
-    pub(super) fn max_list_objects(&self) -> usize {
-        let page = self
-            .page_size
-            .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(usize::try_from(DEFAULT_PAGE_SIZE).unwrap_or(500));
-        self.max_list_pages.saturating_mul(page)
-    }
-
     /// Lists into the store. `Ok(false)` when cancelled. Counted in the reflector's
     /// [metrics](crate::metrics): started, failed, and how long a successful one took.
     pub(super) async fn list(&self, cancel: &CancellationToken) -> Result<bool, Error> {
@@ -89,7 +79,19 @@ impl<T: Object> Reflector<T> {
     /// reflector's transform and the store's own), so that the objects of earlier pages are not held twice while later ones
     /// arrive. Objects without a name (no key can be made for them) go to `skipped`. The
     /// list's resource version is its first page's, as in client-go's pager.
-    fn take_page(&self, page: ObjectList<T>, into: &mut Listed<T>) {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Limit`] when the list now holds more than `max_list_objects` objects.
+    fn take_page(&self, page: ObjectList<T>, into: &mut Listed<T>) -> Result<(), Error> {
+        let total = (into.items.len() + into.skipped.len())
+            .saturating_add(page.items.len() + page.skipped.len());
+        if total > self.max_list_objects {
+            return Err(Error::Limit(format!(
+                "the list brought more than {} objects (the reflector's max_list_objects)",
+                self.max_list_objects
+            )));
+        }
         into.resource_version.get_or_insert(page.resource_version);
         into.items.reserve(page.items.len());
         for o in page.items {
@@ -103,6 +105,7 @@ impl<T: Object> Reflector<T> {
             }
         }
         into.skipped.extend(page.skipped);
+        Ok(())
     }
 
     /// client-go's pager: follows continue tokens, clears the RV on later pages, and after an
@@ -139,13 +142,13 @@ impl<T: Object> Reflector<T> {
                     let mut all = Listed::default();
                     // The pages taken so far are dropped first: this list brings them again.
                     drop(acc);
-                    self.take_page(self.lw.list(&opts).await?, &mut all);
+                    self.take_page(self.lw.list(&opts).await?, &mut all)?;
                     return Ok((all, paginated));
                 }
                 Err(e) => return Err(e),
             };
             let next = page.next_page_token().map(str::to_owned);
-            self.take_page(page, &mut acc);
+            self.take_page(page, &mut acc)?;
             match next {
                 None => return Ok((acc, paginated)),
                 Some(token) => {

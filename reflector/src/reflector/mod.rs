@@ -37,6 +37,13 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// The most pages one list may take (500 objects each by default: five million objects); a
 /// server that never ends a list is an error past this.
 pub const DEFAULT_MAX_LIST_PAGES: usize = 10_000;
+/// The most objects one list may bring, all pages together, and the most initial events a
+/// streaming list may send before its bookmark: one million. A list of real pods that fits
+/// in 1 GiB of JSON (2-6 KB each) holds 170,000 to 500,000; one of the smallest objects a
+/// server can send holds about 1 KB of memory each as `Compact<Pod>` and 2.5 KB as a typed
+/// `Pod`, so an endless list stops within a few GiB. An HTTP lister-watcher bounds each
+/// response to the same number as it decodes it (`max_list_objects` of its builder).
+pub const DEFAULT_MAX_LIST_OBJECTS: usize = 1_000_000;
 /// How many streaming-list attempts that end (or stall) without their initial-events bookmark,
 /// or fail with a retriable error, are made in one round before it falls back to a paginated
 /// list.
@@ -101,7 +108,8 @@ pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
 ///   falls back to a paginated list after
 ///   [`watch_list_attempts`](ReflectorBuilder::watch_list_attempts) tries. A list that repeats
 ///   a continue token fails at once, and one longer than
-///   [`max_list_pages`](ReflectorBuilder::max_list_pages) pages fails. `Retry-After` is
+///   [`max_list_pages`](ReflectorBuilder::max_list_pages) pages or
+///   [`max_list_objects`](ReflectorBuilder::max_list_objects) objects fails. `Retry-After` is
 ///   honoured up to the backoff's cap (30 s).
 ///
 /// # Example
@@ -141,6 +149,7 @@ pub struct Reflector<T: Object> {
     metrics: ReflectorMetrics,
     page_size: Option<i64>,
     max_list_pages: usize,
+    max_list_objects: usize,
     use_watch_list: bool,
     watch_list_attempts: u32,
     min_watch_timeout: Duration,

@@ -137,11 +137,11 @@ impl<T: Object> Reflector<T> {
                 Item::Ended => return Err(Error::InitialEventsIncomplete { events: count }),
             };
             count += 1;
-            if count > self.max_list_objects() {
+            if count > self.max_list_objects {
                 return Err(Error::Limit(format!(
-                    "the streaming list sent more than {} initial events (max_list_pages × the \
-                     page size) without its initial-events bookmark",
-                    self.max_list_objects()
+                    "the streaming list sent more than {} initial events without its \
+                     initial-events bookmark (the reflector's max_list_objects)",
+                    self.max_list_objects
                 )));
             }
             match ev {
