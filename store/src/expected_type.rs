@@ -85,8 +85,9 @@ impl ExpectedType {
         check("kind", kind, self.kind.as_deref())
     }
 
-    /// Checks a list's `apiVersion` and `kind`: the list of `Pod` is a `PodList`; with the
-    /// object's kind unknown, any kind ending in `List`.
+    /// Checks a list's `apiVersion` and `kind`: the list of `Pod` is a `PodList` (or the
+    /// generic `List`, the API's own list of anything); with the object's kind unknown, any
+    /// kind ending in `List`.
     ///
     /// # Errors
     ///
@@ -94,6 +95,7 @@ impl ExpectedType {
     pub fn check_list(&self, api_version: Option<&str>, kind: Option<&str>) -> Result<(), String> {
         check("apiVersion", api_version, self.api_version.as_deref())?;
         match (kind, self.kind.as_deref()) {
+            (Some("List"), _) => Ok(()),
             (Some(got), Some(want)) if got.strip_suffix("List") != Some(want) => {
                 Err(format!("kind is `{got}`, expected `{want}List`"))
             }
@@ -147,5 +149,6 @@ mod tests {
             "kind is `Pod`, expected `PodList`"
         );
         assert!(pods.check_list(None, None).is_ok());
+        assert!(pods.check_list(Some("v1"), Some("List")).is_ok());
     }
 }

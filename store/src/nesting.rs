@@ -2,16 +2,18 @@
 //! tells without building anything.
 //!
 //! Every decoder in kcache reads objects with `serde_json`, whose recursion limit (128) stops a
-//! decode at the 128th level of arrays and objects, the object itself being the first. That limit
-//! is what keeps a deeply nested object from overflowing the decoding thread's stack, so it is
-//! kcache's limit too, on every path: an object nested deeper is one bad object (reported and
+//! decode at the 128th level of arrays and objects, counted from the top of what is parsed (a
+//! watch event wraps its object in one more level). That limit is what keeps a deeply nested
+//! object from overflowing the decoding thread's stack, so it is kcache's limit too, the same
+//! on every path: an object nested deeper is one bad object (reported and
 //! left out of the cache), never a failed list. Decoders that do not build the whole object
 //! (the compact form reads only the metadata) check it with [`nesting_exceeds`], which keeps a
 //! counter rather than a stack, so it cannot overflow at any depth.
 
 /// The most levels of arrays and objects an object may nest, itself included (`{"a":[[1]]}`
-/// nests 3 levels): 127, what `serde_json`'s recursion limit of 128 lets through.
-pub const MAX_NESTING: usize = 127;
+/// nests 3 levels): 126, so that what `serde_json`'s recursion limit of 128 lets through is the
+/// same for an object alone (a list item) and inside a watch event (one level deeper).
+pub const MAX_NESTING: usize = 126;
 
 /// Whether the JSON text `json` nests arrays and objects deeper than `limit` levels. Brackets
 /// inside strings do not count. Only the nesting is looked at: text that is not valid JSON
@@ -72,14 +74,17 @@ mod tests {
     }
 
     #[test]
-    fn the_limit_is_serde_json_s() {
-        // At the limit both decode; one level more, both refuse.
+    fn the_limit_is_what_serde_json_decodes_alone_and_in_a_watch_event() {
+        let event = |object: &str| format!(r#"{{"type":"ADDED","object":{object}}}"#);
+        // At the limit the object decodes alone and inside an event.
         let at = nested(MAX_NESTING - 1);
         assert!(!nesting_exceeds(at.as_bytes(), MAX_NESTING));
         assert!(serde_json::from_str::<serde_json::Value>(&at).is_ok());
+        assert!(serde_json::from_str::<serde_json::Value>(&event(&at)).is_ok());
+        // One level more: refused (inside an event serde_json would refuse it too).
         let beyond = nested(MAX_NESTING);
         assert!(nesting_exceeds(beyond.as_bytes(), MAX_NESTING));
-        assert!(serde_json::from_str::<serde_json::Value>(&beyond).is_err());
+        assert!(serde_json::from_str::<serde_json::Value>(&event(&beyond)).is_err());
     }
 
     #[test]

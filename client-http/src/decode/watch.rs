@@ -28,6 +28,8 @@ use serde::de::DeserializeOwned;
 use crate::SkipManagedFields;
 use crate::decode::compact::{ObjectFn, compact_objects, decode_event};
 use crate::decode::exact_capacity::ArrayCounts;
+use crate::decode::list::too_deep;
+use kcache_store::{MAX_NESTING, nesting_exceeds};
 use crate::transport::ResponseBody;
 
 /// The default limit on the size of one watch event: 16 MiB (etcd's default request limit is
@@ -201,6 +203,11 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
     ) -> Result<WatchEvent<T>, Error> {
         if let Some(objects) = objects {
             return decode_event(objects, line);
+        }
+        // The object is one level inside the event. A type that ignores the deep part would
+        // decode it; every object deeper than the limit is refused alike.
+        if nesting_exceeds(line, MAX_NESTING + 1) {
+            return Err(Error::decode(too_deep(DecodeError::of_watch_event::<T>(line))));
         }
         if let Some(event) = Self::decode_exact(skip_managed_fields, exact, line) {
             return Ok(event);
@@ -486,6 +493,47 @@ mod tests {
                     [Ok("a".into()), Ok("b".into()), Ok("c".into())],
                     "{i} {j}"
                 );
+            }
+        }
+    }
+
+    /// A watch line whose object's `spec` is `arrays` nested arrays (`1 + arrays` levels).
+    fn nested_event(name: &str, arrays: usize) -> String {
+        format!(
+            "{{\"type\":\"ADDED\",\"object\":{{\"metadata\":{{\"name\":\"{name}\",\"namespace\":\"ns\",\"resourceVersion\":\"3\"}},\"spec\":{{\"x\":{}1{}}}}}}}\n",
+            "[".repeat(arrays),
+            "]".repeat(arrays)
+        )
+    }
+
+    /// Past `MAX_NESTING` an object is refused whatever its type would do with it (a typed
+    /// `Pod` ignores the unknown deep field, `DynamicObject` keeps it), with its identity, so
+    /// the reflector leaves just that key out; at the limit it decodes.
+    #[test]
+    fn an_object_nested_past_the_limit_is_refused_alike_by_every_type() {
+        use k8s_openapi::api::core::v1::Pod;
+        fn events<T: DeserializeOwned>(line: &str) -> Vec<Result<WatchEvent<T>, Error>> {
+            let mut d = WatchDecoder::<T>::new();
+            d.push(Bytes::from(line.to_owned()));
+            std::iter::from_fn(|| d.next_event()).collect()
+        }
+        // `spec` and `x` are two levels: the object nests `2 + arrays`.
+        let at = nested_event("ok", MAX_NESTING - 2);
+        assert!(matches!(events::<Pod>(&at)[..], [Ok(WatchEvent::Added(_))]));
+        assert!(matches!(events::<DynamicObject>(&at)[..], [Ok(WatchEvent::Added(_))]));
+        for arrays in [MAX_NESTING - 1, 600, 100_000] {
+            let line = nested_event("deep", arrays);
+            let pods = events::<Pod>(&line).into_iter().map(|e| e.map(|_| ()));
+            let dynamic = events::<DynamicObject>(&line).into_iter().map(|e| e.map(|_| ()));
+            let got: Vec<_> = pods.chain(dynamic).collect();
+            assert_eq!(got.len(), 2, "{arrays}: {got:?}");
+            for got in &got {
+                let Err(Error::Decode(d)) = got else {
+                    panic!("{arrays}: {got:?}");
+                };
+                assert_eq!(d.reason, "the object nests deeper than 126 levels");
+                let (key, rv, _) = d.identity().expect("the identity is read");
+                assert_eq!((key.as_str(), rv), ("ns/deep", "3"));
             }
         }
     }

@@ -189,28 +189,45 @@ pub(crate) struct Limits {
     pub(crate) max_event_size: Option<usize>,
     /// `max_list_bytes`.
     pub(crate) max_list_bytes: Option<usize>,
+    /// `max_list_objects` (the lister-watcher's and the reflector's).
+    pub(crate) max_list_objects: Option<usize>,
+    /// Only this namespace (the lister-watcher's `namespace`, or a namespaced kube-rs `Api`).
+    pub(crate) namespace: Option<&'static str>,
 }
 
 /// Typed pods of every namespace at `url` over `backend`, with `limits`.
 fn lister_watcher(backend: Backend, url: &str, limits: Limits) -> Arc<dyn ListerWatcher<Pod>> {
     match backend {
         Backend::Http => {
-            let mut b = HttpListerWatcher::<Pod>::builder(http_client(url), pods());
+            let mut b = HttpListerWatcher::<Pod>::builder(http_client(url), pods()).kind("Pod");
             if let Some(n) = limits.max_event_size {
                 b = b.max_event_size(n);
             }
             if let Some(n) = limits.max_list_bytes {
                 b = b.max_list_bytes(n);
+            }
+            if let Some(n) = limits.max_list_objects {
+                b = b.max_list_objects(n);
+            }
+            if let Some(ns) = limits.namespace {
+                b = b.namespace(ns);
             }
             Arc::new(b.build())
         }
         Backend::Kube => {
-            let mut b = KubeListerWatcher::<Pod>::builder(kube_pods(url));
+            let api = match limits.namespace {
+                Some(ns) => kube_client::Api::namespaced(crate::support::kube_client(url), ns),
+                None => kube_pods(url),
+            };
+            let mut b = KubeListerWatcher::<Pod>::builder(api);
             if let Some(n) = limits.max_event_size {
                 b = b.max_event_size(n);
             }
             if let Some(n) = limits.max_list_bytes {
                 b = b.max_list_bytes(n);
+            }
+            if let Some(n) = limits.max_list_objects {
+                b = b.max_list_objects(n);
             }
             Arc::new(b.build())
         }
@@ -239,9 +256,16 @@ impl Running {
         let lw = lister_watcher(backend, url, limits);
         let hook = Arc::new(Mutex::new(Vec::new()));
         let h = Arc::clone(&hook);
+        let max_list_objects = limits.max_list_objects;
         let informer = SharedIndexInformer::builder(lw)
             .on_watch_error(move |e| h.lock().unwrap().push(reported(e)))
-            .reflector_options(reflector)
+            .reflector_options(move |b| {
+                let b = match max_list_objects {
+                    Some(n) => b.max_list_objects(n),
+                    None => b,
+                };
+                reflector(b)
+            })
             .build();
         let heard = Heard::default();
         informer.add_event_handler(heard.clone()).unwrap();
