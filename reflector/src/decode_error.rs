@@ -114,6 +114,17 @@ pub struct DecodeError {
 }
 
 impl DecodeError {
+    /// The context of a list body that is not a list at all (no `items`, another kind, not
+    /// JSON): a failure of the whole list, not of one object.
+    pub const LIST_RESPONSE: &'static str = "list response";
+
+    /// Whether this is about one object (an item or an event), reported on its own when it
+    /// was found, rather than about a whole list body.
+    #[must_use]
+    pub fn is_of_an_object(&self) -> bool {
+        !self.context.starts_with(Self::LIST_RESPONSE)
+    }
+
     /// A decode error with only a context and a reason (which must not quote server data).
     #[must_use]
     pub fn new(context: impl Into<String>, reason: impl Into<String>) -> Self {

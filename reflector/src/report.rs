@@ -102,7 +102,8 @@ impl Reporter {
     /// attempt) was reported by [`decode`](Self::decode) when it was found: here it is only
     /// logged, so no hook hears the same failure twice.
     pub(crate) fn error(&self, e: &Error, what: &str) {
-        let already_reported = matches!(e, Error::Decode(_));
+        // A list body that is not a list was reported by no one yet; an object was.
+        let already_reported = matches!(e, Error::Decode(d) if d.is_of_an_object());
         if !already_reported {
             self.errors.fetch_add(1, Ordering::Relaxed);
             self.errors_metric.increment(1);

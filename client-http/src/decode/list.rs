@@ -430,14 +430,14 @@ impl<'a, T: DeserializeOwned + Object> ListDecoder<'a, T> {
         }
         let rest = std::mem::take(&mut self.rest);
         let raw: RawList<'_> = serde_json::from_slice(&rest)
-            .map_err(|e| Error::decode(DecodeError::new("list response", reason_of(&e))))?;
+            .map_err(|e| Error::decode(DecodeError::new(DecodeError::LIST_RESPONSE, reason_of(&e))))?;
         if !rest.trim_ascii_start().starts_with(b"{") {
             return Err(malformed("it is not a JSON object"));
         }
         if raw.kind.as_deref() == Some("Status") {
             // An error answered as a success: the error it describes.
             let status: Status = serde_json::from_slice(&rest).map_err(|e| {
-                Error::decode(DecodeError::new("list response (a Status)", reason_of(&e)))
+                Error::decode(DecodeError::new(format!("{} (a Status)", DecodeError::LIST_RESPONSE), reason_of(&e)))
             })?;
             return Err(Error::api(status));
         }
@@ -475,7 +475,7 @@ pub(crate) fn too_deep(mut report: DecodeError) -> DecodeError {
 
 fn malformed(why: &str) -> Error {
     Error::decode(DecodeError::new(
-        "list response",
+        DecodeError::LIST_RESPONSE,
         format!("not a JSON list: {why}"),
     ))
 }

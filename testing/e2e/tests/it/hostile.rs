@@ -47,16 +47,17 @@ macro_rules! on_both_backends {
         }
     )*};
 }
+pub(crate) use on_both_backends;
 
 /// How long a real-clock test waits for the informer to heal at most.
-const HEAL: Duration = Duration::from_secs(10);
+pub(crate) const HEAL: Duration = Duration::from_secs(10);
 
 /// The span every reflector line is logged in.
-const SPAN: &str = "reflector{resource=pods}: ";
+pub(crate) const SPAN: &str = "reflector{resource=pods}: ";
 
 /// The answer of a server without the streaming list (`WatchList` off): the reflector falls
 /// back to a paginated list at once.
-fn no_streaming_list() -> Reply {
+pub(crate) fn no_streaming_list() -> Reply {
     Reply::status(
         422,
         "Invalid",
@@ -93,7 +94,7 @@ async fn one_watch_server(objects: Vec<Value>, rv: &'static str) -> (ScriptedSer
 }
 
 /// Waits on the real clock until `cond` holds; panics after `limit`.
-async fn eventually(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+pub(crate) async fn eventually(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !cond() {
         assert!(Instant::now() < deadline, "{what}: not after {limit:?}");
@@ -102,7 +103,7 @@ async fn eventually(limit: Duration, what: &str, mut cond: impl FnMut() -> bool)
 }
 
 /// Asserts that some WARN line inside the reflector's span contains every one of `needles`.
-fn assert_warned(logs: &LogCapture, needles: &[&str]) {
+pub(crate) fn assert_warned(logs: &LogCapture, needles: &[&str]) {
     let lines = logs.warnings(needles[0]);
     assert!(
         lines
@@ -497,7 +498,7 @@ async fn a_repeated_continue_token_fails_the_list_at_once(backend: Backend) {
 }
 
 /// Sets its flag when dropped.
-struct SetOnDrop(Arc<AtomicBool>);
+pub(crate) struct SetOnDrop(pub(crate) Arc<AtomicBool>);
 
 impl Drop for SetOnDrop {
     fn drop(&mut self) {

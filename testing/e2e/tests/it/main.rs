@@ -4,6 +4,7 @@
 
 mod chaos;
 mod hostile;
+mod hostile_lists;
 mod hostile_support;
 mod informer;
 mod leader;
