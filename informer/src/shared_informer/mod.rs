@@ -9,6 +9,8 @@ use kcache_reflector::{ErrorHook, ListOptions, ListerWatcher};
 use kcache_store::{Cache, Indexers, KeyFunc, Lister, Object, TransformFn};
 
 use crate::controller::{Controller, ReflectorOptionsFn};
+use crate::handler_panic::{KeyOf, keyed_by};
+use crate::informer_logs::InformerLogs;
 use crate::metrics::InformerMetrics;
 use crate::processor::Processor;
 use crate::sync_signal::SyncSignal;
@@ -66,6 +68,10 @@ struct Inner<T: Object> {
     next_id: AtomicU64,
     /// The informer's own metrics, registered when it starts.
     metrics: OnceLock<InformerMetrics>,
+    /// The rate limits of the lines its handlers can repeat, shared by them.
+    logs: Arc<InformerLogs>,
+    /// How a handler's panic report names an object: by the informer's key function.
+    key_of: KeyOf<T>,
 }
 
 /// One list/watch of a resource shared by many handlers, with an indexed cache
@@ -120,8 +126,15 @@ impl<T: Object> SharedIndexInformer<T> {
             .name
             .or_else(|| b.lw.resource())
             .unwrap_or_else(|| "informer".to_owned());
+        let key_of = keyed_by(
+            b.key_func
+                .clone()
+                .unwrap_or_else(kcache_store::default_key_func),
+        );
         Self {
             inner: Arc::new(Inner {
+                logs: InformerLogs::new(&name),
+                key_of,
                 name,
                 lw: b.lw,
                 indexer: Arc::new(cache),
