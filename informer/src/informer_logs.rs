@@ -1,9 +1,9 @@
 //! [`InformerLogs`]: the rate limits of the lines an informer's handlers can repeat once per
-//! event (a handler falling behind, a handler's panics): one
-//! [`LogLimiter`](kcache_reflector::LogLimiter) per cause, shared by every handler of the
-//! informer, so each cause logs at most [`LOG_BURST`](kcache_reflector::LOG_BURST) lines a
-//! minute per informer and the next line says how many were held back (its `suppressed`
-//! field). Each line names the informer (`informer=pods`) and the handler.
+//! event (a handler falling behind, a handler's panics): one [`LogLimiter`] per cause, shared
+//! by every handler of the informer, so each cause logs at most
+//! [`LOG_BURST`](kcache_reflector::LOG_BURST) lines a minute per informer and the next line
+//! says how many were held back (its `suppressed` field). Each line names the informer
+//! (`informer=pods`) and the handler.
 
 use std::sync::Arc;
 

@@ -82,14 +82,16 @@ struct Inner<T: Object> {
 ///   unbounded buffer ([`Registration::buffer_depth`](crate::Registration::buffer_depth) shows how far behind it is), so a slow or
 ///   panicking handler delays neither the others nor the reflector. The price of never blocking
 ///   is memory: a handler that stops consuming grows its buffer (a warning is logged at 1024
-///   pending events and at every doubling after that).
+///   pending events and at every doubling after that, each time the buffer fills up again, at
+///   most ten lines a minute per informer, the next one saying how many were held back).
 /// - A handler's panic is caught on its thread: the event is skipped (an initial-list add still
 ///   counts as delivered), one error is logged at error level naming the handler
 ///   ([`ResourceEventHandler::name`](crate::ResourceEventHandler::name)), the event, the
 ///   object's key, the panic and the handler's panic count, and the handler's thread waits one
-///   second before its next event. So at most one panic is handled, and one line logged, per
-///   second per handler: a handler that panics on every event cannot flood the log, and the
-///   other handlers are not affected.
+///   second before its next event. So at most one panic is handled per second per handler,
+///   and at most ten lines are logged a minute per informer (the next one says how many were
+///   held back): a handler that panics on every event cannot flood the log, and the other
+///   handlers are not affected.
 /// - [`remove_event_handler`](Self::remove_event_handler) removes a handler without waiting
 ///   for the callback it may be running; [`shut_down_event_handler`](Self::shut_down_event_handler)
 ///   removes it and resolves once that callback has returned and its thread has exited (a

@@ -52,6 +52,18 @@ async fn until_a_watch_is_accepted(
     (took, reported)
 }
 
+/// Five refused watch requests with [`custom_backoff`]: they take 250 ms (client-go's bounds:
+/// 250 to 300), each reported one backoff step after the one before.
+async fn five_refusals_with_the_custom_backoff(env: &Env, builder: ReflectorBuilder<Obj>) {
+    let (took, reported) = until_a_watch_is_accepted(env, builder, 5).await;
+    assert!(
+        took >= Duration::from_millis(250) && took <= Duration::from_millis(300),
+        "{took:?}"
+    );
+    let ms = Duration::from_millis;
+    assert_eq!(reported, [ms(0), ms(10), ms(30), ms(70), ms(150)]);
+}
+
 /// client-go's `TestNewReflectorWithCustomBackoff`, "custom backoff": five refused connections
 /// take at least 10 + 20 + 40 + 80 + 100 = 250 ms (and at most 300). Here they take exactly
 /// that: the three streaming-list attempts each wait the backoff, so does the paginated list
@@ -60,13 +72,7 @@ async fn until_a_watch_is_accepted(
 async fn new_reflector_with_custom_backoff() {
     let env = Env::with_pods(1);
     let builder = env.builder().backoff(custom_backoff());
-    let (took, reported) = until_a_watch_is_accepted(&env, builder, 5).await;
-    assert!(
-        took >= Duration::from_millis(250) && took <= Duration::from_millis(300),
-        "{took:?}"
-    );
-    let ms = Duration::from_millis;
-    assert_eq!(reported, [ms(0), ms(10), ms(30), ms(70), ms(150)]);
+    five_refusals_with_the_custom_backoff(&env, builder).await;
     env.assert_requests(&[
         watch_list(""),
         watch_list(""),
@@ -86,13 +92,7 @@ async fn new_reflector_with_custom_backoff() {
 async fn new_reflector_with_custom_backoff_without_streaming_lists() {
     let env = Env::with_pods(1);
     let builder = env.classic_builder().backoff(custom_backoff());
-    let (took, reported) = until_a_watch_is_accepted(&env, builder, 5).await;
-    assert!(
-        took >= Duration::from_millis(250) && took <= Duration::from_millis(300),
-        "{took:?}"
-    );
-    let ms = Duration::from_millis;
-    assert_eq!(reported, [ms(0), ms(10), ms(30), ms(70), ms(150)]);
+    five_refusals_with_the_custom_backoff(&env, builder).await;
     let mut want = vec![first_list()];
     want.extend(std::iter::repeat_n(watch("1"), 6));
     env.assert_requests(&want);
