@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kcache_queue::{Deltas, ProcessError, Queue};
 use kcache_reflector::{
-    ErrorChain, ErrorHook, ListOptions, ListerWatcher, Reflector, ReflectorBuilder,
+    ErrorChain, ErrorHook, ListOptions, ListerWatcher, LogLimiter, Reflector, ReflectorBuilder,
 };
 use kcache_store::{Object, TransformFn};
 use tokio::sync::Notify;
@@ -94,6 +94,8 @@ pub struct Controller<T: Object> {
     after_batch: Option<Arc<dyn Fn() + Send + Sync>>,
     /// Notified after each replace: an empty initial list syncs the queue without a pop.
     replaced: Arc<Notify>,
+    /// The rate limit of "the cache refused a change", which can repeat with every batch.
+    refused: LogLimiter,
 }
 
 /// The most items one pop hands over (queues that cannot batch hand over one).
@@ -129,6 +131,7 @@ impl<T: Object> Controller<T> {
             on_synced: config.on_synced,
             after_batch: config.after_batch,
             replaced,
+            refused: LogLimiter::new(),
         }
     }
 
@@ -208,10 +211,16 @@ impl<T: Object> Controller<T> {
             }
             match popped {
                 Err(e) if e.is_closed() => break,
-                Err(e) => tracing::error!(
-                    error = %ErrorChain(&e),
-                    "the cache refused a change; it is skipped and the next relist corrects it"
-                ),
+                Err(e) => {
+                    if let Some(permit) = self.refused.allow() {
+                        tracing::error!(
+                            informer = %self.reflector.name(),
+                            error = %ErrorChain(&e),
+                            suppressed = permit.suppressed(),
+                            "the cache refused a change; it is skipped and the next relist corrects it"
+                        );
+                    }
+                }
                 Ok(()) => {}
             }
         }

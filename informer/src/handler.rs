@@ -21,9 +21,10 @@ use crate::Event;
 /// counts as delivered, so the registration can sync), and one error is logged naming the
 /// handler ([`name`](Self::name)), the event (add, update or delete), the object's key, the
 /// panic's message and the handler's panic count so far. The handler's thread then waits one
-/// second before its next event, so at most one panic is handled, and one line logged, per
-/// second per handler: a handler that panics on every event cannot flood the log, and its
-/// events wait in its buffer meanwhile. Other handlers, which have threads of their own, are
+/// second before its next event, so at most one panic is handled per second per handler, and
+/// the informer logs at most ten such lines a minute (the next one says how many were held
+/// back): a handler that panics on every event cannot flood the log, and its events wait in
+/// its buffer meanwhile. Other handlers, which have threads of their own, are
 /// not affected, and removing the handler or stopping the informer ends the wait at once.
 /// Rust's panic hook still runs for each panic (by default it prints the panic to stderr).
 pub trait ResourceEventHandler<T>: Send + Sync + 'static {

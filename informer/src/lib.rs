@@ -76,6 +76,7 @@ mod event;
 mod factory;
 mod handler;
 mod handler_panic;
+mod informer_logs;
 mod leader;
 mod listener;
 pub mod metrics;

@@ -13,11 +13,14 @@ use tokio::time::Instant;
 
 use crate::handler::dispatch;
 use crate::handler_panic::{self, KeyOf, PANIC_PAUSE};
+use crate::informer_logs::InformerLogs;
 use crate::metrics::HandlerMetrics;
 use crate::sync_signal::SyncSignal;
 use crate::{Error, Event, ResourceEventHandler};
 
-/// Pending events at which a slow handler is first reported (client-go traces at 1024 too).
+/// Pending events at which a slow handler is first reported (client-go traces at 1024 too),
+/// then at every doubling; each time the buffer fills up again it is reported again, within
+/// the informer's rate limit ([`InformerLogs::behind`]).
 const BEHIND_WARNING: usize = 1024;
 
 /// Handled events the delivery thread hands back at most, for the pushing side to drop.
@@ -82,6 +85,8 @@ pub(crate) struct Shared<T> {
     exit: Notify,
     /// The handler's buffer-depth gauge (moved with `depth`) and panic counter.
     metrics: HandlerMetrics,
+    /// The informer's rate limits of repeated lines, shared by its listeners.
+    logs: Arc<InformerLogs>,
 }
 
 impl<T> Shared<T> {
@@ -232,9 +237,19 @@ pub(crate) struct Resync {
     pub(crate) syncing: bool,
 }
 
+/// How a listener reports what goes wrong: the informer's log limits, the handler's metrics and
+/// how a panic report names the event's object.
+pub(crate) struct Reporting<T> {
+    pub(crate) logs: Arc<InformerLogs>,
+    pub(crate) metrics: HandlerMetrics,
+    pub(crate) key_of: KeyOf<T>,
+}
+
 /// A registered handler or stream.
 pub(crate) struct Listener<T> {
     pub(crate) id: u64,
+    /// The handler's name (`stream` for a stream), for the lines it logs.
+    name: String,
     pub(crate) shared: Arc<Shared<T>>,
     sink: Sink<T>,
     pub(crate) resync: Mutex<Resync>,
@@ -250,6 +265,7 @@ impl<T: Send + Sync + 'static> Listener<T> {
         pacing: Pacing,
         threaded: bool,
         metrics: HandlerMetrics,
+        logs: Arc<InformerLogs>,
     ) -> Arc<Shared<T>> {
         Arc::new(Shared {
             buffer: Mutex::new(Buffer {
@@ -270,28 +286,21 @@ impl<T: Send + Sync + 'static> Listener<T> {
             exited: AtomicBool::new(!threaded),
             exit: Notify::new(),
             metrics,
+            logs,
         })
     }
 
-    /// A listener that calls `handler` on a thread of its own; a panic report names the
-    /// object by `key_of`; its buffer depth and panics go to `metrics`.
+    /// A listener that calls `handler` on a thread of its own, reporting through `reporting`
+    /// (its buffer depth and panics go to the metrics, a panic report names the object by its
+    /// `key_of`).
     pub(crate) fn with_handler(
         id: u64,
         handler: Arc<dyn ResourceEventHandler<T>>,
         resync: Duration,
         informer: Arc<SyncSignal>,
-        key_of: KeyOf<T>,
-        metrics: HandlerMetrics,
+        reporting: Reporting<T>,
     ) -> std::io::Result<Self> {
-        Self::with_handler_paced(
-            id,
-            handler,
-            resync,
-            informer,
-            key_of,
-            Pacing::default(),
-            metrics,
-        )
+        Self::with_handler_paced(id, handler, resync, informer, reporting, Pacing::default())
     }
 
     fn with_handler_paced(
@@ -299,11 +308,16 @@ impl<T: Send + Sync + 'static> Listener<T> {
         handler: Arc<dyn ResourceEventHandler<T>>,
         resync: Duration,
         informer: Arc<SyncSignal>,
-        key_of: KeyOf<T>,
+        reporting: Reporting<T>,
         pacing: Pacing,
-        metrics: HandlerMetrics,
     ) -> std::io::Result<Self> {
-        let shared = Self::shared(informer, pacing, true, metrics);
+        let Reporting {
+            logs,
+            metrics,
+            key_of,
+        } = reporting;
+        let name = handler.name().to_owned();
+        let shared = Self::shared(informer, pacing, true, metrics, logs);
         let worker = Arc::clone(&shared);
         let thread = thread::Builder::new()
             .name(format!("kcache-handler-{id}"))
@@ -312,10 +326,11 @@ impl<T: Send + Sync + 'static> Listener<T> {
                 let _exit = ExitSignal(&worker);
                 let handler = handler;
                 let _ = worker.delivery_thread.set(thread::current().id());
-                deliver(&worker, &*handler, key_of);
+                deliver(&worker, &*handler, &key_of);
             })?;
         Ok(Self {
             id,
+            name,
             shared,
             sink: Sink::Thread,
             resync: Mutex::new(Resync {
@@ -329,16 +344,24 @@ impl<T: Send + Sync + 'static> Listener<T> {
         })
     }
 
-    /// A listener feeding a channel, for event streams.
+    /// A listener feeding a channel, for event streams; it logs within the informer's `logs`.
     pub(crate) fn with_channel(
         id: u64,
         tx: mpsc::UnboundedSender<Event<T>>,
         resync: Duration,
         informer: Arc<SyncSignal>,
+        logs: Arc<InformerLogs>,
     ) -> Self {
         Self {
             id,
-            shared: Self::shared(informer, Pacing::default(), false, HandlerMetrics::noop()),
+            name: "stream".to_owned(),
+            shared: Self::shared(
+                informer,
+                Pacing::default(),
+                false,
+                HandlerMetrics::noop(),
+                logs,
+            ),
             sink: Sink::Channel(tx),
             resync: Mutex::new(Resync {
                 requested: resync,
@@ -386,11 +409,16 @@ impl<T: Send + Sync + 'static> Listener<T> {
         self.shared.metrics.buffer_depth.increment(1.0);
         let depth = self.shared.depth.fetch_add(1, Ordering::AcqRel) + 1;
         // The buffer is unbounded so that nobody blocks; say so when a handler falls far behind
-        // (at 1024 pending events, then at every doubling).
-        if depth >= BEHIND_WARNING && depth.is_power_of_two() {
+        // (at 1024 pending events, then at every doubling), within the informer's rate limit.
+        if depth >= BEHIND_WARNING
+            && depth.is_power_of_two()
+            && let Some(permit) = self.shared.logs.behind.allow()
+        {
             tracing::warn!(
-                handler = self.id,
+                informer = %self.shared.logs.informer,
+                handler = %self.name,
                 pending = depth,
+                suppressed = permit.suppressed(),
                 "an event handler is falling behind; its buffer keeps growing"
             );
         }
@@ -476,7 +504,7 @@ impl<T> Drop for ExitSignal<'_, T> {
 fn deliver<T: 'static>(
     shared: &Shared<T>,
     handler: &dyn ResourceEventHandler<T>,
-    key_of: KeyOf<T>,
+    key_of: &KeyOf<T>,
 ) {
     // Whether the thread already waited briefly since the buffer ran dry.
     let mut spun = false;
@@ -496,8 +524,14 @@ fn deliver<T: 'static>(
                 Err(payload) => {
                     panics += 1;
                     shared.metrics.panics.increment(1);
-                    let key = key_of(&event);
-                    handler_panic::report(handler.name(), &event, key.as_ref(), &*payload, panics);
+                    handler_panic::report(
+                        &shared.logs,
+                        handler.name(),
+                        &event,
+                        key_of,
+                        &*payload,
+                        panics,
+                    );
                     true
                 }
             };
@@ -650,12 +684,11 @@ mod tests {
             Arc::new(funcs),
             Duration::ZERO,
             Arc::new(SyncSignal::default()),
-            no_key,
+            reporting(),
             Pacing {
                 linger,
                 ..Pacing::default()
             },
-            HandlerMetrics::noop(),
         )
         .unwrap();
         (listener, handled)
@@ -723,6 +756,14 @@ mod tests {
         None
     }
 
+    fn reporting() -> Reporting<String> {
+        Reporting {
+            logs: InformerLogs::new("test"),
+            metrics: HandlerMetrics::noop(),
+            key_of: Arc::new(no_key),
+        }
+    }
+
     fn add(name: &str, initial: bool) -> Event<String> {
         Event::Add {
             obj: Arc::new(name.to_owned()),
@@ -750,12 +791,11 @@ mod tests {
             Arc::new(funcs),
             Duration::ZERO,
             informer,
-            no_key,
+            reporting(),
             Pacing {
                 panic_pause: pause,
                 ..Pacing::default()
             },
-            HandlerMetrics::noop(),
         )
         .unwrap();
         (listener, calls)
@@ -836,6 +876,7 @@ mod tests {
             tx,
             Duration::ZERO,
             Arc::new(SyncSignal::default()),
+            InformerLogs::new("test"),
         );
         assert!(matches!(
             stream.shared.owned_exited().now_or_never(),

@@ -31,7 +31,7 @@
 //! | name | kind | labels | meaning |
 //! |---|---|---|---|
 //! | `kcache_reflector_lists_total` | counter | `name` | lists started: each paginated list and each streaming-list attempt |
-//! | `kcache_reflector_list_errors_total` | counter | `name` | lists (and streaming-list attempts) that failed |
+//! | `kcache_reflector_list_errors_total` | counter | `name` | lists (and streaming-list attempts) that failed, a streaming list the server does not serve (answered 400 or 422) included |
 //! | `kcache_reflector_list_duration_seconds` | histogram | `name` | each successful list, from its first request to the store's replace |
 //! | `kcache_reflector_relists_total` | counter | `name` | rounds of list-and-watch after the store was first filled (after a 410, an unreadable event, a failed watch...) |
 //! | `kcache_reflector_watches_total` | counter | `name` | watches started (a streaming list that goes on as the watch included) |

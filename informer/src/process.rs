@@ -6,13 +6,16 @@ use std::sync::Arc;
 
 use kcache_queue::{Delta, Deltas};
 use kcache_store::{
-    DeletedFinalStateUnknown, Indexer, Object, ObjectKey, ObjectOrTombstone, Transaction,
+    Cache, DeletedFinalStateUnknown, Indexer, Object, ObjectKey, ObjectOrTombstone, Store,
+    Transaction,
 };
 
 use crate::Event;
 
 /// Applies `deltas` (oldest first) to `indexer` and reports each resulting event to `emit`,
 /// together with whether it is a resync (an update whose resource version did not change).
+/// Objects are keyed by the indexer's own key function (the informer's), also when a relist
+/// is matched against the cache.
 ///
 /// | delta | indexer | event |
 /// |---|---|---|
@@ -27,7 +30,7 @@ use crate::Event;
 /// A store error skips that delta (the next relist corrects the cache); the first one is
 /// returned once the others are applied.
 pub(crate) fn process_deltas<T: Object>(
-    indexer: &dyn Indexer<T>,
+    indexer: &Cache<T>,
     deltas: Deltas<T>,
     mut emit: impl FnMut(Event<T>, bool),
 ) -> Result<(), kcache_store::Error> {
@@ -59,7 +62,7 @@ pub(crate) fn process_deltas<T: Object>(
 ///
 /// The transaction's error, naming the writes that failed, once the others are delivered.
 fn process_batch<T: Object>(
-    indexer: &dyn Indexer<T>,
+    indexer: &Cache<T>,
     deltas: Vec<Delta<T>>,
     initial: bool,
     emit: &mut impl FnMut(Event<T>, bool),
@@ -114,7 +117,7 @@ fn process_batch<T: Object>(
 }
 
 fn process_delta<T: Object>(
-    indexer: &dyn Indexer<T>,
+    indexer: &Cache<T>,
     delta: Delta<T>,
     initial: bool,
     emit: &mut impl FnMut(Event<T>, bool),
@@ -183,8 +186,10 @@ fn process_delta<T: Object>(
 }
 
 /// client-go's `reconcileReplacement`: replace first, then tombstones, then updates and adds.
+/// A listed object is matched with the cached one of the same key, as the cache's key function
+/// (the informer's) makes it: an object still there is an update, never a tombstone and an add.
 fn replace_all<T: Object>(
-    indexer: &dyn Indexer<T>,
+    indexer: &Cache<T>,
     objects: Vec<Arc<T>>,
     resource_version: &str,
     initial: bool,
@@ -197,7 +202,7 @@ fn replace_all<T: Object>(
         .collect();
     let mut changes = Vec::with_capacity(objects.len());
     for obj in &objects {
-        let key = kcache_store::meta_namespace_key(&**obj)?;
+        let key = indexer.key_of(obj)?;
         changes.push((before.remove(&key), Arc::clone(obj)));
     }
     indexer.replace(objects, resource_version)?;
@@ -384,6 +389,53 @@ mod tests {
         );
         assert_eq!(log.len(), 3);
         assert!(log.iter().all(|l| l.ends_with("sync=true")));
+    }
+
+    /// client-go's `TestReplaceEvents` ("Create, update, delete"), with a cache keyed by a key
+    /// function of the informer's own: client-go hands the informer's `keyFunc` to
+    /// `processDeltas` and on to `reconcileReplacement`, so a relist matches each listed object
+    /// with the cached one of the same key. An object still there is an update, not a
+    /// tombstone and an add.
+    #[test]
+    fn replace_events_with_the_informer_key_function() {
+        let by_name_then_namespace: kcache_store::KeyFunc<DynamicObject> =
+            Arc::new(|o: &DynamicObject| {
+                Ok(ObjectKey::explicit(format!(
+                    "{}.{}",
+                    o.metadata.name.as_deref().unwrap_or_default(),
+                    o.metadata.namespace.as_deref().unwrap_or_default()
+                )))
+            });
+        let c = Cache::with_key_func(by_name_then_namespace, kcache_store::Indexers::new());
+        run(
+            &c,
+            vec![
+                Delta::Added(obj("pod-1", "1")),
+                Delta::Added(obj("pod-2", "2")),
+                Delta::Added(obj("pod-3", "3")),
+            ],
+            true,
+        );
+        let log = run(
+            &c,
+            vec![Delta::ReplacedAll {
+                objects: vec![obj("pod-1", "4"), obj("pod-2", "5"), obj("pod-4", "6")],
+                resource_version: "6".into(),
+            }],
+            false,
+        );
+        assert_eq!(
+            log,
+            [
+                "delete pod-3 tombstone=true",
+                "update pod-1 1->4 sync=false",
+                "update pod-2 2->5 sync=false",
+                "add pod-4 false"
+            ]
+        );
+        let mut keys: Vec<String> = c.list_keys().iter().map(ToString::to_string).collect();
+        keys.sort();
+        assert_eq!(keys, ["pod-1.ns", "pod-2.ns", "pod-4.ns"]);
     }
 
     /// client-go 1.36's `processDeltasInBatch`: a batch of distinct objects is one transaction

@@ -127,6 +127,16 @@ impl Error {
         self.status().is_some_and(Status::is_too_large_rv)
     }
 
+    /// Invalid options or object: a 422 `Invalid` ([`Status::is_invalid`]).
+    pub fn is_invalid(&self) -> bool {
+        self.status().is_some_and(Status::is_invalid)
+    }
+
+    /// A 400 `BadRequest` ([`Status::is_bad_request`]).
+    pub fn is_bad_request(&self) -> bool {
+        self.status().is_some_and(Status::is_bad_request)
+    }
+
     /// A 429 ([`Status::is_too_many_requests`]).
     pub fn is_too_many_requests(&self) -> bool {
         self.status().is_some_and(Status::is_too_many_requests)

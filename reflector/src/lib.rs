@@ -61,6 +61,7 @@ mod error_chain;
 mod lease;
 mod lease_spec;
 mod lister_watcher;
+mod log_limit;
 pub mod metrics;
 mod object_list;
 mod options;
@@ -77,13 +78,14 @@ pub use self::error::{BoxError, Error, Result};
 pub use self::error_chain::ErrorChain;
 pub use self::lease::{LeaseLock, LeaseRecord, VersionedLease, micro_time};
 pub use self::lister_watcher::{ListerWatcher, WatchStream};
+pub use self::log_limit::{LOG_BURST, LOG_WINDOW, LogLimiter, LogPermit};
 pub use self::object_list::{ListMeta, ObjectList};
 pub use self::options::{ListOptions, ResourceVersionMatch, query};
 pub use self::reflector::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES, DEFAULT_PAGE_SIZE, DEFAULT_WATCH_LIST_ATTEMPTS,
     MIN_WATCH_TIMEOUT, Reflector, ReflectorBuilder, ShouldResyncFn, TransformFn,
 };
-pub use self::report::{ErrorHook, LOG_BURST, LOG_WINDOW};
+pub use self::report::ErrorHook;
 pub use self::retry::RetryWithDeadline;
 pub use self::status::{Status, StatusCause, StatusDetails, StatusMetadata};
 pub use self::watch_event::{Bookmark, EventType, INITIAL_EVENTS_END_ANNOTATION, WatchEvent};

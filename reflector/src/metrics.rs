@@ -9,7 +9,7 @@
 //! | name | kind | meaning |
 //! |---|---|---|
 //! | [`LISTS_TOTAL`] | counter | lists started: each paginated list and each streaming-list attempt |
-//! | [`LIST_ERRORS_TOTAL`] | counter | lists (and streaming-list attempts) that failed |
+//! | [`LIST_ERRORS_TOTAL`] | counter | lists (and streaming-list attempts) that failed, a streaming list the server does not serve (answered 400 or 422) included: unlike the watch errors, it is not reported |
 //! | [`LIST_DURATION_SECONDS`] | histogram | how long each successful list took, from its first request to the store's replace |
 //! | [`RELISTS_TOTAL`] | counter | rounds of list-and-watch started after the store was filled once: each begins with a new list (after a 410, an unreadable event, a failed watch...) |
 //! | [`WATCHES_TOTAL`] | counter | watches started: each watch request that opened a stream, and each streaming list that goes on as the watch |

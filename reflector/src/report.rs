@@ -1,25 +1,21 @@
-//! How a reflector tells of failures: a WARN line with the whole cause chain (at most
-//! [`LOG_BURST`] per [`LOG_WINDOW`], the rest counted and summed up in the next line), the error
-//! hooks, undecodable objects reported once per version, and the counters (plain atomics for
-//! the reflector's accessors, and the [`metrics`](crate::metrics) handles).
+//! How a reflector tells of failures: a WARN line with the whole cause chain (rate limited by
+//! a [`LogLimiter`] per cause: at most [`LOG_BURST`](crate::LOG_BURST) lines per
+//! [`LOG_WINDOW`](crate::LOG_WINDOW), the rest counted and summed up in the next line), the
+//! error hooks, undecodable objects reported once per version, and the counters (plain atomics
+//! for the reflector's accessors, and the [`metrics`](crate::metrics) handles). The other lines
+//! a reflector may repeat (a store write it could not make, the wait for a streaming list's
+//! bookmark) are rate limited here too.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use kcache_store::ObjectKey;
 use metrics::Counter;
-use tokio::time::Instant;
 
 use crate::metrics::ErrorCounters;
-use crate::{DecodeError, Error, ErrorChain};
+use crate::{DecodeError, Error, ErrorChain, LogLimiter};
 
-/// At most this many WARN lines of one kind (list/watch failures, undecodable objects) per
-/// [`LOG_WINDOW`] and reflector; the others are counted and the next line says how many.
-pub const LOG_BURST: u32 = 10;
-/// The window of [`LOG_BURST`].
-pub const LOG_WINDOW: Duration = Duration::from_secs(60);
 /// How many `(key, resourceVersion)` pairs of undecodable objects are remembered so that each
 /// is reported once; past this the memory starts over (a version may then be reported again).
 const REPORTED_CAPACITY: usize = 16_384;
@@ -27,38 +23,17 @@ const REPORTED_CAPACITY: usize = 16_384;
 /// A hook that is told about errors.
 pub type ErrorHook = Arc<dyn Fn(&Error) + Send + Sync>;
 
-/// Lets through [`LOG_BURST`] lines per [`LOG_WINDOW`] and counts the rest.
+/// One limiter per cause of a repeated line.
 #[derive(Debug, Default)]
-struct LogLimiter {
-    window_start: Option<Instant>,
-    in_window: u32,
-    suppressed: u64,
-}
-
-impl LogLimiter {
-    /// `Some(n)` when a line may be logged now, `n` being how many were held back before it.
-    fn allow(&mut self, now: Instant) -> Option<u64> {
-        if self
-            .window_start
-            .is_none_or(|s| now.saturating_duration_since(s) >= LOG_WINDOW)
-        {
-            self.window_start = Some(now);
-            self.in_window = 0;
-        }
-        if self.in_window < LOG_BURST {
-            self.in_window += 1;
-            Some(std::mem::take(&mut self.suppressed))
-        } else {
-            self.suppressed += 1;
-            None
-        }
-    }
+struct Limiters {
+    errors: LogLimiter,
+    decode: LogLimiter,
+    store_writes: LogLimiter,
+    awaiting_bookmark: LogLimiter,
 }
 
 #[derive(Debug, Default)]
 struct State {
-    errors: LogLimiter,
-    decode: LogLimiter,
     reported: HashSet<(ObjectKey, String)>,
 }
 
@@ -67,6 +42,7 @@ pub(crate) struct Reporter {
     watch_error_hook: Option<ErrorHook>,
     decode_error_hook: Option<ErrorHook>,
     state: Mutex<State>,
+    limiters: Limiters,
     errors: AtomicU64,
     decode_errors: AtomicU64,
     /// [`WATCH_ERRORS_TOTAL`](crate::metrics::WATCH_ERRORS_TOTAL).
@@ -86,6 +62,7 @@ impl Reporter {
             watch_error_hook,
             decode_error_hook,
             state: Mutex::new(State::default()),
+            limiters: Limiters::default(),
             errors: AtomicU64::new(0),
             decode_errors: AtomicU64::new(0),
             errors_metric: counters.watch_errors,
@@ -108,13 +85,8 @@ impl Reporter {
             self.errors.fetch_add(1, Ordering::Relaxed);
             self.errors_metric.increment(1);
         }
-        let allowed = self.state().errors.allow(Instant::now());
-        if let Some(suppressed) = allowed {
-            if suppressed > 0 {
-                tracing::warn!(error = %ErrorChain(e), suppressed, "{what}");
-            } else {
-                tracing::warn!(error = %ErrorChain(e), "{what}");
-            }
+        if let Some(permit) = self.limiters.errors.allow() {
+            tracing::warn!(error = %ErrorChain(e), suppressed = permit.suppressed(), "{what}");
         }
         if let Some(hook) = self.watch_error_hook.as_ref().filter(|_| !already_reported) {
             hook(e);
@@ -126,8 +98,7 @@ impl Reporter {
     /// to the watch-error hook when there is no decode-error hook. `false` when this version
     /// had been reported before.
     pub(crate) fn decode(&self, d: &DecodeError) -> bool {
-        let now = Instant::now();
-        let allowed = {
+        {
             let mut st = self.state();
             let version = d.object.as_ref().and_then(|o| {
                 Some((
@@ -144,16 +115,15 @@ impl Reporter {
                 }
                 st.reported.insert(version);
             }
-            st.decode.allow(now)
-        };
+        }
         self.decode_errors.fetch_add(1, Ordering::Relaxed);
         self.decode_errors_metric.increment(1);
-        if let Some(suppressed) = allowed {
-            if suppressed > 0 {
-                tracing::warn!(error = %d, suppressed, "leaving an undecodable object out of the cache");
-            } else {
-                tracing::warn!(error = %d, "leaving an undecodable object out of the cache");
-            }
+        if let Some(permit) = self.limiters.decode.allow() {
+            tracing::warn!(
+                error = %d,
+                suppressed = permit.suppressed(),
+                "leaving an undecodable object out of the cache"
+            );
         }
         if let Some(hook) = self
             .decode_error_hook
@@ -163,6 +133,31 @@ impl Reporter {
             hook(&Error::decode(d.clone()));
         }
         true
+    }
+
+    /// A watch event the store refused (rate limited; the next relist corrects the store).
+    pub(crate) fn store_write_failed(&self, e: &kcache_store::Error, key: Option<&ObjectKey>) {
+        if let Some(permit) = self.limiters.store_writes.allow() {
+            tracing::warn!(
+                error = %ErrorChain(e),
+                key = key.map(tracing::field::display),
+                suppressed = permit.suppressed(),
+                "store write failed"
+            );
+        }
+    }
+
+    /// A streaming list still waits for the bookmark that ends its initial events (client-go's
+    /// ticker; rate limited with the other lines).
+    pub(crate) fn awaiting_bookmark(&self, objects: usize, last_event_secs_ago: u64) {
+        if let Some(permit) = self.limiters.awaiting_bookmark.allow() {
+            tracing::warn!(
+                objects,
+                last_event_secs_ago,
+                suppressed = permit.suppressed(),
+                "still waiting for the bookmark that ends the streaming list's initial events"
+            );
+        }
     }
 
     /// How many list and watch failures were reported.
@@ -179,19 +174,6 @@ impl Reporter {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn a_burst_per_window_then_a_count() {
-        let mut l = LogLimiter::default();
-        let now = Instant::now();
-        for _ in 0..LOG_BURST {
-            assert_eq!(l.allow(now), Some(0));
-        }
-        assert_eq!(l.allow(now), None);
-        assert_eq!(l.allow(now + Duration::from_secs(59)), None);
-        assert_eq!(l.allow(now + LOG_WINDOW), Some(2));
-        assert_eq!(l.allow(now + LOG_WINDOW), Some(0));
-    }
 
     #[tokio::test(start_paused = true)]
     async fn one_report_per_version() {

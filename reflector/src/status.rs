@@ -6,8 +6,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::reason::{
-    ALREADY_EXISTS, CAUSE_RESOURCE_VERSION_TOO_LARGE, CONFLICT, EXPIRED, GONE, INTERNAL_ERROR,
-    NOT_FOUND, TIMEOUT, TOO_LARGE_RESOURCE_VERSION_MESSAGE, TOO_MANY_REQUESTS,
+    ALREADY_EXISTS, BAD_REQUEST, CAUSE_RESOURCE_VERSION_TOO_LARGE, CONFLICT, EXPIRED, GONE,
+    INTERNAL_ERROR, INVALID, NOT_FOUND, TIMEOUT, TOO_LARGE_RESOURCE_VERSION_MESSAGE,
+    TOO_MANY_REQUESTS,
 };
 
 /// The reasons client-go's `apierrors` knows (its `knownReasons`): a status with one of these
@@ -19,12 +20,12 @@ const KNOWN_REASONS: &[&str] = &[
     ALREADY_EXISTS,
     CONFLICT,
     GONE,
-    "Invalid",
+    INVALID,
     "ServerTimeout",
     "StorageReadError",
     TIMEOUT,
     TOO_MANY_REQUESTS,
-    "BadRequest",
+    BAD_REQUEST,
     "MethodNotAllowed",
     "NotAcceptable",
     "RequestEntityTooLarge",
@@ -219,6 +220,18 @@ impl Status {
         self.has_reason(ALREADY_EXISTS)
     }
 
+    /// Invalid request options or object: reason `Invalid`, or code 422 without a reason
+    /// client-go knows (client-go's `IsInvalid`).
+    pub fn is_invalid(&self) -> bool {
+        self.has_reason(INVALID) || (self.code == Some(422) && !self.has_known_reason())
+    }
+
+    /// A bad request: reason `BadRequest`, or code 400 without a reason client-go knows
+    /// (client-go's `IsBadRequest`).
+    pub fn is_bad_request(&self) -> bool {
+        self.has_reason(BAD_REQUEST) || (self.code == Some(400) && !self.has_known_reason())
+    }
+
     /// A 404: code 404 or reason `NotFound` (client-go's `IsNotFound`).
     pub fn is_not_found(&self) -> bool {
         self.code == Some(404) || self.has_reason(NOT_FOUND)
@@ -323,6 +336,19 @@ mod tests {
         assert!(by_message.is_too_large_rv());
         assert!(!Status::failure(504, TIMEOUT, "slow").is_too_large_rv());
         assert!(!Status::failure(500, "X", "Too large resource version").is_too_large_rv());
+    }
+
+    /// client-go's `IsInvalid` and `IsBadRequest`: the reason, or the code without a reason
+    /// client-go knows.
+    #[test]
+    fn invalid_and_bad_request_by_reason_or_code() {
+        assert!(Status::failure(422, INVALID, "x").is_invalid());
+        assert!(Status::failure(422, "", "x").is_invalid());
+        assert!(!Status::failure(422, CONFLICT, "x").is_invalid());
+        assert!(Status::failure(400, BAD_REQUEST, "x").is_bad_request());
+        assert!(Status::failure(400, "Whatever", "x").is_bad_request());
+        assert!(!Status::failure(400, INVALID, "x").is_bad_request());
+        assert!(Status::failure(400, INVALID, "x").is_invalid());
     }
 
     #[test]

@@ -10,7 +10,9 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use kcache_reflector::{ErrorChain, LeaseLock, LeaseRecord, VersionedLease, micro_time};
+use kcache_reflector::{
+    ErrorChain, LeaseLock, LeaseRecord, LogLimiter, VersionedLease, micro_time,
+};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -73,6 +75,9 @@ struct Inner {
     release_on_cancel: bool,
     state: Mutex<State>,
     leader: watch::Sender<Option<String>>,
+    /// The rate limit of "leader election: ... failed", which repeats every retry period
+    /// while the server cannot be reached.
+    failures: LogLimiter,
 }
 
 /// What this candidate last saw of the Lease, and when (on its own clock).
@@ -132,6 +137,7 @@ impl LeaderElector {
                     rng,
                 }),
                 leader: watch::channel(None).0,
+                failures: LogLimiter::new(),
             }),
         }
     }
@@ -414,13 +420,20 @@ impl LeaderElector {
 
     /// Logs a failed call: at debug for a lost race (a 409: another candidate wrote first,
     /// the normal way to lose), at warn for anything else (the server refuses or cannot be
-    /// reached: an operator must hear of it, or a candidate that can never lead stays silent).
+    /// reached: an operator must hear of it, or a candidate that can never lead stays silent),
+    /// at most ten lines a minute, the next one saying how many were held back.
     fn failed(&self, what: &str, e: &kcache_reflector::Error) {
         let lease = self.inner.lock.describe();
         if e.is_conflict() {
             tracing::debug!(identity = %self.inner.identity, %lease, error = %ErrorChain(e), "leader election: {what} lost a race");
-        } else {
-            tracing::warn!(identity = %self.inner.identity, %lease, error = %ErrorChain(e), "leader election: {what} failed");
+        } else if let Some(permit) = self.inner.failures.allow() {
+            tracing::warn!(
+                identity = %self.inner.identity,
+                %lease,
+                error = %ErrorChain(e),
+                suppressed = permit.suppressed(),
+                "leader election: {what} failed"
+            );
         }
     }
 

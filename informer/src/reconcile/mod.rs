@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::action::{Action, TerminalError};
 pub use self::enqueue::Owns;
 use self::enqueue::{EnqueueMapped, EnqueueObject, EnqueueOwners, Keys, MapFn};
-use self::worker::Worker;
+use self::worker::{Worker, WorkerLogs};
 use crate::metrics::ReconcileMetrics;
 use crate::{BoxError, Error, Result, ShardFilter, SharedIndexInformer};
 
@@ -230,6 +230,7 @@ impl Serving {
         tracing::info!(runner = %self.name, workers = self.workers, "caches synced; starting workers");
         let reconcile = Arc::new(reconcile);
         let metrics = Arc::new(ReconcileMetrics::new(&self.name));
+        let logs = Arc::new(WorkerLogs::default());
         let mut workers = JoinSet::new();
         for id in 0..self.workers {
             let worker = Worker {
@@ -241,6 +242,7 @@ impl Serving {
                 cancel: cancel.clone(),
                 metrics: Arc::clone(&metrics),
                 shards: self.shards.clone(),
+                logs: Arc::clone(&logs),
             };
             workers.spawn(worker.run());
         }
@@ -466,18 +468,22 @@ fn source<T: Object>(
     let mut stream = informer.subscribe()?;
     let synced = Box::pin(stream.synced());
     let pump = Box::pin(async move {
+        // The panic line can repeat with every event: rate limited, per source.
+        let panics = kcache_reflector::LogLimiter::new();
         while let Some(event) = stream.next().await {
             // A user's map function that panics on one object skips that event, loudly; the
             // source goes on.
             if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 crate::handler::dispatch(&handler, &event);
-            })) {
+            })) && let Some(permit) = panics.allow()
+            {
                 let key = crate::handler_panic::object_key(&event);
                 tracing::error!(
                     handler = handler.name(),
                     event = crate::handler_panic::event_kind(&event),
                     key = key.as_ref().map(tracing::field::display),
                     panic = crate::handler_panic::panic_message(&*panic),
+                    suppressed = permit.suppressed(),
                     "mapping an event to keys panicked; the event is skipped"
                 );
             }

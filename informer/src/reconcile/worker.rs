@@ -1,5 +1,6 @@
 //! One worker of a [`ReconcileRunner`](super::ReconcileRunner): takes a key, reconciles it, acts
-//! on the outcome, marks the key done.
+//! on the outcome, marks the key done. Failed reconciles are logged within the runner's rate
+//! limits ([`WorkerLogs`]), shared by its workers.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -7,7 +8,7 @@ use std::sync::Arc;
 
 use futures_util::FutureExt as _;
 use kcache_queue::WorkQueue;
-use kcache_reflector::ErrorChain;
+use kcache_reflector::{ErrorChain, LogLimiter};
 use kcache_store::ObjectKey;
 use tokio_util::sync::CancellationToken;
 
@@ -16,6 +17,19 @@ use crate::BoxError;
 use crate::ShardFilter;
 use crate::handler_panic::panic_message;
 use crate::metrics::{Outcome, ReconcileMetrics};
+
+/// The rate limits of a runner's lines about failed reconciles, one per outcome, shared by its
+/// workers: each can repeat with every key and retry, so each logs at most ten lines a minute,
+/// the next one saying how many were held back.
+#[derive(Debug, Default)]
+pub(super) struct WorkerLogs {
+    /// "reconcile failed; retrying with backoff".
+    failed: LogLimiter,
+    /// "reconcile failed for good".
+    terminal: LogLimiter,
+    /// "reconcile panicked".
+    panicked: LogLimiter,
+}
 
 pub(super) struct Worker<F, Ctx> {
     pub(super) id: usize,
@@ -26,6 +40,7 @@ pub(super) struct Worker<F, Ctx> {
     pub(super) cancel: CancellationToken,
     pub(super) metrics: Arc<ReconcileMetrics>,
     pub(super) shards: Option<ShardFilter>,
+    pub(super) logs: Arc<WorkerLogs>,
 }
 
 impl<F, Fut, Ctx> Worker<F, Ctx>
@@ -87,36 +102,44 @@ where
             Ok(Err(e)) if e.downcast_ref::<TerminalError>().is_some() => {
                 // Not retried: its backoff is dropped too, so no per-key state outlives it.
                 self.queue.forget(key);
-                tracing::error!(
-                    runner = %self.runner,
-                    worker = self.id,
-                    key = %key,
-                    error = %ErrorChain(&*e),
-                    "reconcile failed for good; not retried until the object changes"
-                );
+                if let Some(permit) = self.logs.terminal.allow() {
+                    tracing::error!(
+                        runner = %self.runner,
+                        worker = self.id,
+                        key = %key,
+                        error = %ErrorChain(&*e),
+                        suppressed = permit.suppressed(),
+                        "reconcile failed for good; not retried until the object changes"
+                    );
+                }
                 Outcome::Terminal
             }
             Ok(Err(e)) => {
-                let retries = self.queue.num_requeues(key);
-                tracing::warn!(
-                    runner = %self.runner,
-                    worker = self.id,
-                    key = %key,
-                    retries,
-                    error = %ErrorChain(&*e),
-                    "reconcile failed; retrying with backoff"
-                );
+                if let Some(permit) = self.logs.failed.allow() {
+                    tracing::warn!(
+                        runner = %self.runner,
+                        worker = self.id,
+                        key = %key,
+                        retries = self.queue.num_requeues(key),
+                        error = %ErrorChain(&*e),
+                        suppressed = permit.suppressed(),
+                        "reconcile failed; retrying with backoff"
+                    );
+                }
                 self.queue.add_rate_limited(key.clone());
                 Outcome::Error
             }
             Err(panic) => {
-                tracing::error!(
-                    runner = %self.runner,
-                    worker = self.id,
-                    key = %key,
-                    panic = %panic_message(&*panic),
-                    "reconcile panicked; retrying with backoff"
-                );
+                if let Some(permit) = self.logs.panicked.allow() {
+                    tracing::error!(
+                        runner = %self.runner,
+                        worker = self.id,
+                        key = %key,
+                        panic = %panic_message(&*panic),
+                        suppressed = permit.suppressed(),
+                        "reconcile panicked; retrying with backoff"
+                    );
+                }
                 self.queue.add_rate_limited(key.clone());
                 Outcome::Panic
             }

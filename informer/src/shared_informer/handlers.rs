@@ -10,8 +10,7 @@ use kcache_store::{Object, Store};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::handler_panic::object_key;
-use crate::listener::Listener;
+use crate::listener::{Listener, Reporting};
 use crate::metrics::HandlerMetrics;
 use crate::processor::{MINIMUM_RESYNC_PERIOD, determine_resync_period};
 use crate::sync_signal::SyncSignal;
@@ -44,10 +43,13 @@ impl<T: Object> SharedIndexInformer<T> {
         resync: Duration,
     ) -> Result<Registration<T>> {
         let handler: Arc<dyn ResourceEventHandler<T>> = Arc::new(handler);
-        let metrics = HandlerMetrics::new(&self.inner.name, handler.name());
+        let reporting = Reporting {
+            logs: Arc::clone(&self.inner.logs),
+            metrics: HandlerMetrics::new(&self.inner.name, handler.name()),
+            key_of: Arc::clone(&self.inner.key_of),
+        };
         self.register(resync, |id, synced| {
-            Listener::with_handler(id, handler, resync, synced, object_key::<T>, metrics)
-                .map_err(Error::Thread)
+            Listener::with_handler(id, handler, resync, synced, reporting).map_err(Error::Thread)
         })
     }
 
@@ -70,7 +72,7 @@ impl<T: Object> SharedIndexInformer<T> {
         let (tx, rx) = mpsc::unbounded_channel();
         let mut shared = None;
         self.register(resync, |id, synced| {
-            let l = Listener::with_channel(id, tx, resync, synced);
+            let l = Listener::with_channel(id, tx, resync, synced, Arc::clone(&self.inner.logs));
             shared = Some(Arc::clone(&l.shared));
             Ok(l)
         })?;

@@ -9,6 +9,8 @@ use kcache_reflector::{ErrorHook, ListOptions, ListerWatcher};
 use kcache_store::{Cache, Indexers, KeyFunc, Lister, Object, TransformFn};
 
 use crate::controller::{Controller, ReflectorOptionsFn};
+use crate::handler_panic::{KeyOf, keyed_by};
+use crate::informer_logs::InformerLogs;
 use crate::metrics::InformerMetrics;
 use crate::processor::Processor;
 use crate::sync_signal::SyncSignal;
@@ -66,6 +68,10 @@ struct Inner<T: Object> {
     next_id: AtomicU64,
     /// The informer's own metrics, registered when it starts.
     metrics: OnceLock<InformerMetrics>,
+    /// The rate limits of the lines its handlers can repeat, shared by them.
+    logs: Arc<InformerLogs>,
+    /// How a handler's panic report names an object: by the informer's key function.
+    key_of: KeyOf<T>,
 }
 
 /// One list/watch of a resource shared by many handlers, with an indexed cache
@@ -76,14 +82,16 @@ struct Inner<T: Object> {
 ///   unbounded buffer ([`Registration::buffer_depth`](crate::Registration::buffer_depth) shows how far behind it is), so a slow or
 ///   panicking handler delays neither the others nor the reflector. The price of never blocking
 ///   is memory: a handler that stops consuming grows its buffer (a warning is logged at 1024
-///   pending events and at every doubling after that).
+///   pending events and at every doubling after that, each time the buffer fills up again, at
+///   most ten lines a minute per informer, the next one saying how many were held back).
 /// - A handler's panic is caught on its thread: the event is skipped (an initial-list add still
 ///   counts as delivered), one error is logged at error level naming the handler
 ///   ([`ResourceEventHandler::name`](crate::ResourceEventHandler::name)), the event, the
 ///   object's key, the panic and the handler's panic count, and the handler's thread waits one
-///   second before its next event. So at most one panic is handled, and one line logged, per
-///   second per handler: a handler that panics on every event cannot flood the log, and the
-///   other handlers are not affected.
+///   second before its next event. So at most one panic is handled per second per handler,
+///   and at most ten lines are logged a minute per informer (the next one says how many were
+///   held back): a handler that panics on every event cannot flood the log, and the other
+///   handlers are not affected.
 /// - [`remove_event_handler`](Self::remove_event_handler) removes a handler without waiting
 ///   for the callback it may be running; [`shut_down_event_handler`](Self::shut_down_event_handler)
 ///   removes it and resolves once that callback has returned and its thread has exited (a
@@ -120,8 +128,15 @@ impl<T: Object> SharedIndexInformer<T> {
             .name
             .or_else(|| b.lw.resource())
             .unwrap_or_else(|| "informer".to_owned());
+        let key_of = keyed_by(
+            b.key_func
+                .clone()
+                .unwrap_or_else(kcache_store::default_key_func),
+        );
         Self {
             inner: Arc::new(Inner {
+                logs: InformerLogs::new(&name),
+                key_of,
                 name,
                 lw: b.lw,
                 indexer: Arc::new(cache),

@@ -6,8 +6,10 @@
 
 mod controller;
 mod disconnect;
+mod key_func;
 mod leader;
 mod lifecycle;
+mod log_floods;
 mod metrics;
 mod model;
 mod panics;

@@ -225,4 +225,9 @@ impl Gate {
         *open.lock().unwrap() = true;
         cv.notify_all();
     }
+
+    /// Closes the gate again: the next `wait` blocks until it is opened.
+    pub(crate) fn close(&self) {
+        *self.0.0.lock().unwrap() = false;
+    }
 }

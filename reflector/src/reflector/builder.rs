@@ -139,7 +139,10 @@ impl<T: Object> ReflectorBuilder<T> {
     /// How many streaming-list attempts one round makes before it falls back to a paginated
     /// list (default [`DEFAULT_WATCH_LIST_ATTEMPTS`], at least 1): attempts that end or stall
     /// without the initial-events bookmark, hold an unreadable event, or fail with a 429, a 410
-    /// or a refused connection. Other errors fall back at once, as in client-go.
+    /// or a refused connection. Each retry waits the backoff, and so does the paginated list
+    /// after the last one (a 410 is retried at once). Other errors fall back at once, as in
+    /// client-go. (client-go retries a 429 or a refused connection without a bound; kcache
+    /// lists after these attempts, with the same backoff between every two requests.)
     pub fn watch_list_attempts(mut self, attempts: u32) -> Self {
         self.watch_list_attempts = attempts.max(1);
         self

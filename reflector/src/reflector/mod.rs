@@ -22,6 +22,7 @@ mod streaming_list;
 mod watch;
 
 pub use self::builder::ReflectorBuilder;
+use self::streaming_list::StreamingList;
 
 use crate::metrics::ReflectorMetrics;
 use crate::report::Reporter;
@@ -67,8 +68,11 @@ pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
 /// - By default it starts with a streaming list (`sendInitialEvents=true`, RV `""`, match
 ///   `NotOlderThan`), collecting the initial events until the bookmark annotated
 ///   `k8s.io/initial-events-end: "true"`, then `replace`s the store and keeps the same stream
-///   as its watch (logging a warning every 10 s while it waits for that bookmark). Any error
-///   other than a 429, a refused connection or a 410 falls back to a list.
+///   as its watch (logging a warning every 10 s while it waits for that bookmark). A 429, a
+///   refused connection, a 410 or an attempt that ends or stalls before the bookmark is
+///   retried (a 410 at once, the others after a backoff); any other error falls back to a
+///   list at once. A 400 or 422 answer (a server that does not serve streaming lists) falls
+///   back without a report: only a debug line, as client-go logs it at a low level.
 /// - A list is at RV `"0"` first, then at the last synced RV; at `""` only after a 410 or a too
 ///   large RV (retried at once). Pages of 500 unless the RV is a real version (so the watch cache
 ///   can serve it) or an earlier RV `"0"` list came back paginated; an expired continue token
@@ -103,10 +107,14 @@ pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
 /// - Every list and watch failure goes to the watch-error hook, is counted
 ///   ([`errors`](Self::errors)) and is logged at WARN with its whole cause chain on one line
 ///   (at most 10 lines a minute of each kind; the next line says how many were held back),
-///   inside a span `reflector{resource="..."}`.
+///   inside a span `reflector{resource="..."}`. The one exception is a streaming list the
+///   server answers with a 400 or a 422: it does not serve streaming lists, which is not a
+///   failure (the paginated list that follows reports any).
 /// - A streaming list that ends or stalls without its bookmark is retried with backoff and
 ///   falls back to a paginated list after
-///   [`watch_list_attempts`](ReflectorBuilder::watch_list_attempts) tries. A list that repeats
+///   [`watch_list_attempts`](ReflectorBuilder::watch_list_attempts) tries, after one more
+///   backoff: every retry, streaming or not, waits the reflector's backoff (client-go's
+///   `TestNewReflectorWithCustomBackoff`). A list that repeats
 ///   a continue token fails at once, and one longer than
 ///   [`max_list_pages`](ReflectorBuilder::max_list_pages) pages or
 ///   [`max_list_objects`](ReflectorBuilder::max_list_objects) objects fails. `Retry-After` is
@@ -368,12 +376,9 @@ impl<T: Object> Reflector<T> {
         let mut stream = None;
         if self.use_watch_list && self.lw.supports_streaming_lists() {
             match self.watch_list(cancel).await {
-                Ok(Some(s)) => stream = Some(s),
-                Ok(None) => return Ok(()),
-                Err(e) => self.report(
-                    &e,
-                    "streaming list failed; falling back to a paginated list",
-                ),
+                StreamingList::Synced(s) => stream = Some(s),
+                StreamingList::Cancelled => return Ok(()),
+                StreamingList::FallBack => {}
             }
         }
         if stream.is_none() && !self.list(cancel).await? {

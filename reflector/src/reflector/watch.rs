@@ -14,8 +14,7 @@ use super::{
     sleep_until_opt,
 };
 use crate::{
-    DecodeError, Error, ErrorChain, EventType, ListOptions, RetryWithDeadline, WatchEvent,
-    WatchStream,
+    DecodeError, Error, EventType, ListOptions, RetryWithDeadline, WatchEvent, WatchStream,
 };
 
 /// How a watch stream ended without an error.
@@ -245,7 +244,7 @@ impl<T: Object> Reflector<T> {
                     // replaced or deleted: end the watch and relist.
                     let (key, rv, ty) = d.identity().ok_or_else(|| Error::Decode(d.clone()))?;
                     if let Err(e) = self.store.delete_key(&key) {
-                        tracing::warn!(error = %ErrorChain(&e), key = %key, "store write failed");
+                        self.reporter.store_write_failed(&e, Some(&key));
                     }
                     propagate |= ty != EventType::Added;
                     if propagate {
@@ -287,7 +286,7 @@ impl<T: Object> Reflector<T> {
                 WatchEvent::Error(s) => return Err(Error::Api(s)),
             };
             if let Err(e) = result {
-                tracing::warn!(error = %ErrorChain(&e), "store write failed");
+                self.reporter.store_write_failed(&e, None);
             }
             if !reached.is_empty() {
                 self.reached(&reached);

@@ -5,6 +5,7 @@
     reason = "a test fails loudly on any unexpected error"
 )]
 
+mod backoff;
 mod faults;
 mod hardening;
 mod list;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use kcache_reflector::{Bookmark, Status, WatchEvent};
+use kcache_reflector::{Bookmark, Status, WatchEvent, reason};
 use kcache_store::Store;
 use kcache_testing::WatchListSupport;
 use tokio::time::Instant;
@@ -62,6 +62,72 @@ async fn streaming_list_refused_falls_back_to_list_at_once() {
     .await;
     env.assert_requests(&[watch_list(""), first_list(), watch("2")]);
     env.assert_store_matches();
+}
+
+/// client-go's `ListAndWatchWithContext`: when the server refuses the streaming list because
+/// it does not serve one (a 422 `Invalid` from kube-apiserver with the `WatchList` feature off,
+/// or a 400 `BadRequest`), the reflector falls back to a paginated list at once and only logs
+/// it at a low level ("expected if watchlist is not supported or disabled in kube-apiserver").
+/// No watch-error hook hears it, no error is counted and no WARN line is written, so hooks that
+/// count failures stay quiet on every start against an older server.
+#[tokio::test(start_paused = true)]
+async fn a_server_without_streaming_lists_falls_back_without_a_report() {
+    let refusals = [
+        Status::failure(
+            422,
+            reason::INVALID,
+            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+        ),
+        Status::failure(
+            400,
+            reason::BAD_REQUEST,
+            "unknown parameter sendInitialEvents",
+        ),
+    ];
+    for refusal in refusals {
+        let (logs, _guard) = kcache_testing::LogCapture::capture();
+        let env = Env::with_pods(2);
+        env.handle.fail_next_watch_with_status(refusal.clone());
+        let start = Instant::now();
+        let r = env
+            .run_streaming(async {
+                env.handle.wait_for_watches(2).await;
+                assert_eq!(start.elapsed(), Duration::ZERO, "no backoff: {refusal}");
+                env.wait_synced().await;
+            })
+            .await;
+        env.assert_requests(&[watch_list(""), first_list(), watch("2")]);
+        env.assert_store_matches();
+        assert!(env.errors().is_empty(), "{:?}", env.errors());
+        assert_eq!(r.errors(), 0);
+        assert!(logs.warnings("").is_empty(), "{:?}", logs.warnings(""));
+        let debug: Vec<_> = logs
+            .all()
+            .into_iter()
+            .filter(|l| l.starts_with("DEBUG ") && l.contains("does not serve streaming lists"))
+            .collect();
+        assert_eq!(debug.len(), 1, "{:?}", logs.all());
+        assert!(debug[0].contains(&refusal.to_string()), "{debug:?}");
+    }
+}
+
+/// The silent fallback is for a server without streaming lists only: a streaming list refused
+/// for another reason (here a 403) falls back at once too, as in client-go, and is reported, as
+/// every other failure is.
+#[tokio::test(start_paused = true)]
+async fn a_streaming_list_refused_for_another_reason_is_reported() {
+    let env = Env::with_pods(2);
+    env.handle
+        .fail_next_watch_with_status(Status::failure(403, "Forbidden", "pods is forbidden"));
+    let r = env
+        .run_streaming(async {
+            env.handle.wait_for_watches(2).await;
+            env.wait_synced().await;
+        })
+        .await;
+    env.assert_requests(&[watch_list(""), first_list(), watch("2")]);
+    assert!(env.only_error().contains("pods is forbidden"));
+    assert_eq!(r.errors(), 1);
 }
 
 /// client-go's `IsWatchListSemanticsUnSupported`: a lister-watcher that declares it cannot

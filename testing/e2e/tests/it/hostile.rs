@@ -47,7 +47,6 @@ macro_rules! on_both_backends {
         }
     )*};
 }
-pub(crate) use on_both_backends;
 
 /// How long a real-clock test waits for the informer to heal at most.
 pub(crate) const HEAL: Duration = Duration::from_secs(10);

@@ -15,9 +15,7 @@ use kcache_testing_server::scripted_server::{
 };
 use serde_json::{Value, json};
 
-use crate::hostile::{
-    HEAL, SetOnDrop, assert_warned, eventually, no_streaming_list, on_both_backends,
-};
+use crate::hostile::{HEAL, SetOnDrop, assert_warned, eventually, no_streaming_list};
 use crate::hostile_support::{Limits, Running, pod, quick, state};
 use crate::support::Backend;
 use kcache_testing::LogCapture;

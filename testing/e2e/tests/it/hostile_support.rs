@@ -153,6 +153,8 @@ pub(crate) struct Reported {
     /// `Decode`, `Limit`, `TooManyRequests`, `ConnectionRefused`, `InitialEventsIncomplete`,
     /// `WatchIdle` or `Other`.
     pub(crate) kind: &'static str,
+    /// When the hook was told (tokio's clock).
+    pub(crate) at: tokio::time::Instant,
 }
 
 fn reported(e: &Error) -> Reported {
@@ -170,6 +172,7 @@ fn reported(e: &Error) -> Reported {
         debug: format!("{e:?}"),
         path: e.as_decode().and_then(|d| d.path.clone()),
         kind,
+        at: tokio::time::Instant::now(),
     }
 }
 

@@ -3,7 +3,10 @@
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 mod chaos;
+// Its `on_both_backends!` serves `hostile_client_go` and `hostile_lists` too.
+#[macro_use]
 mod hostile;
+mod hostile_client_go;
 mod hostile_lists;
 mod hostile_support;
 mod informer;
