@@ -211,7 +211,9 @@ impl Client {
                 .send(req)
                 .await
                 // A TLS failure says what to check first (the scheme, the CA, the chain).
-                .map_err(|e| kcache_reflector::Error::Transport(crate::transport::hint::explain(e)))?;
+                .map_err(|e| {
+                    kcache_reflector::Error::Transport(crate::transport::hint::explain(e))
+                })?;
             let status = response.status();
             if status.is_success() {
                 return Ok(response);

@@ -4,7 +4,7 @@
 //! A typed k8s-openapi object refuses, while it is decoded, an `apiVersion` or `kind` that is
 //! not its own (a missing one is accepted: the API server leaves them out of list items). The
 //! forms that do not decode into a type of their own (the compact form, [`DynamicObject`]) are
-//! held to the same rule with this check, so that a ConfigMap sent on a pod watch is refused
+//! held to the same rule with this check, so that a `ConfigMap` sent on a pod watch is refused
 //! whichever form the cache keeps. Lists are checked too: a `PodList` is the list of `Pod`.
 //!
 //! [`DynamicObject`]: crate::DynamicObject
@@ -80,7 +80,11 @@ impl ExpectedType {
     /// # Errors
     ///
     /// Which one differs and what was expected, without any other value of the object.
-    pub fn check_object(&self, api_version: Option<&str>, kind: Option<&str>) -> Result<(), String> {
+    pub fn check_object(
+        &self,
+        api_version: Option<&str>,
+        kind: Option<&str>,
+    ) -> Result<(), String> {
         check("apiVersion", api_version, self.api_version.as_deref())?;
         check("kind", kind, self.kind.as_deref())
     }
@@ -141,7 +145,8 @@ mod tests {
     fn a_list_of_another_kind_is_refused() {
         let pods = ExpectedType::new("v1", None).with_kind("Pod");
         assert_eq!(
-            pods.check_list(Some("v1"), Some("ConfigMapList")).unwrap_err(),
+            pods.check_list(Some("v1"), Some("ConfigMapList"))
+                .unwrap_err(),
             "kind is `ConfigMapList`, expected `PodList`"
         );
         assert_eq!(

@@ -75,8 +75,8 @@ pub use self::api_resource::ApiResource;
 pub use self::cache::Cache;
 pub use self::compact::{Compact, CompactCodec};
 pub use self::dynamic_object::DynamicObject;
-pub use self::expected_type::ExpectedType;
 pub use self::error::{BoxError, Error, KeyError, Result, SelectorError};
+pub use self::expected_type::ExpectedType;
 pub use self::field_selector::{FieldRequirement, FieldSelector};
 pub use self::indexer::{IndexFunc, Indexer, Indexers, NAMESPACE_INDEX, namespace_index_func};
 pub use self::key::{

@@ -3,7 +3,7 @@
 //!
 //! An object that decodes but fails these checks is treated as one that does not decode: left
 //! out of the cache and reported, with the identity it has (a server or proxy that sends a
-//! ConfigMap on a pod watch, or another namespace's pods to a namespaced informer, never fills
+//! `ConfigMap` on a pod watch, or another namespace's pods to a namespaced informer, never fills
 //! the cache with them).
 
 use kcache_reflector::{DecodeError, EventType, ObjectRef};
@@ -28,7 +28,9 @@ impl Expected {
         match &self.namespace {
             Some(want) if obj.namespace() != Some(want.as_str()) => Some(match obj.namespace() {
                 Some(got) => {
-                    format!("the object is in namespace `{got}`, outside the lister-watcher's `{want}`")
+                    format!(
+                        "the object is in namespace `{got}`, outside the lister-watcher's `{want}`"
+                    )
                 }
                 None => format!(
                     "the object has no namespace; the lister-watcher lists namespace `{want}`"

@@ -386,11 +386,10 @@ impl<'a, T: DeserializeOwned + Object> ListDecoder<'a, T> {
         // Known from the scan (or, for items found at the end, scanned now): refused before
         // any decode, whatever the type would make of it.
         if std::mem::take(&mut self.too_deep) || nesting_exceeds(text, MAX_NESTING) {
-            self.skipped
-                .push(too_deep(DecodeError::of_object::<T>(
-                    format!("list item {i}"),
-                    &String::from_utf8_lossy(text),
-                )));
+            self.skipped.push(too_deep(DecodeError::of_object::<T>(
+                format!("list item {i}"),
+                &String::from_utf8_lossy(text),
+            )));
             return;
         }
         let decoded = std::str::from_utf8(text).ok().and_then(|json| {
@@ -429,15 +428,19 @@ impl<'a, T: DeserializeOwned + Object> ListDecoder<'a, T> {
             return Err(malformed("it ends early"));
         }
         let rest = std::mem::take(&mut self.rest);
-        let raw: RawList<'_> = serde_json::from_slice(&rest)
-            .map_err(|e| Error::decode(DecodeError::new(DecodeError::LIST_RESPONSE, reason_of(&e))))?;
+        let raw: RawList<'_> = serde_json::from_slice(&rest).map_err(|e| {
+            Error::decode(DecodeError::new(DecodeError::LIST_RESPONSE, reason_of(&e)))
+        })?;
         if !rest.trim_ascii_start().starts_with(b"{") {
             return Err(malformed("it is not a JSON object"));
         }
         if raw.kind.as_deref() == Some("Status") {
             // An error answered as a success: the error it describes.
             let status: Status = serde_json::from_slice(&rest).map_err(|e| {
-                Error::decode(DecodeError::new(format!("{} (a Status)", DecodeError::LIST_RESPONSE), reason_of(&e)))
+                Error::decode(DecodeError::new(
+                    format!("{} (a Status)", DecodeError::LIST_RESPONSE),
+                    reason_of(&e),
+                ))
             })?;
             return Err(Error::api(status));
         }
@@ -645,7 +648,8 @@ mod tests {
                 nested_item("c", MAX_NESTING - 1),
             );
             for size in [7, 4096, body.len()] {
-                let list = chunked(&body, size).unwrap_or_else(|e| panic!("{arrays} by {size}: {e}"));
+                let list =
+                    chunked(&body, size).unwrap_or_else(|e| panic!("{arrays} by {size}: {e}"));
                 let names: Vec<_> = list.items.iter().map(|o| o.name().unwrap_or("?")).collect();
                 assert_eq!(names, ["a", "c"], "{arrays} by {size}");
                 assert_eq!(list.skipped.len(), 1);
@@ -688,7 +692,8 @@ mod tests {
         ] {
             let e = chunked_as(body, 5, &pods, usize::MAX).unwrap_err();
             assert!(
-                e.to_string().starts_with("could not decode list response: not a JSON list: "),
+                e.to_string()
+                    .starts_with("could not decode list response: not a JSON list: "),
                 "{body}: {e}"
             );
         }
@@ -734,10 +739,7 @@ mod tests {
     #[test]
     fn no_more_than_max_objects_items_are_built() {
         let item = r#"{"metadata":{"name":"a"}}"#;
-        let body = format!(
-            r#"{{"metadata":{{}},"items":[{}]}}"#,
-            vec![item; 10].join(",")
-        );
+        let body = format!(r#"{{"metadata":{{}},"items":[{}]}}"#, [item; 10].join(","));
         let expected = Expected::default();
         assert_eq!(chunked_as(&body, 8, &expected, 10).unwrap().items.len(), 10);
         // Fed in one piece or in many, the list fails once an item past the budget is seen,

@@ -29,8 +29,8 @@ use crate::SkipManagedFields;
 use crate::decode::compact::{ObjectFn, compact_objects, decode_event};
 use crate::decode::exact_capacity::ArrayCounts;
 use crate::decode::list::too_deep;
-use kcache_store::{MAX_NESTING, nesting_exceeds};
 use crate::transport::ResponseBody;
+use kcache_store::{MAX_NESTING, nesting_exceeds};
 
 /// The default limit on the size of one watch event: 16 MiB (etcd's default request limit is
 /// 1.5 MiB per object, so this leaves room for large custom resources).
@@ -207,7 +207,9 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
         // The object is one level inside the event. A type that ignores the deep part would
         // decode it; every object deeper than the limit is refused alike.
         if nesting_exceeds(line, MAX_NESTING + 1) {
-            return Err(Error::decode(too_deep(DecodeError::of_watch_event::<T>(line))));
+            return Err(Error::decode(too_deep(DecodeError::of_watch_event::<T>(
+                line,
+            ))));
         }
         if let Some(event) = Self::decode_exact(skip_managed_fields, exact, line) {
             return Ok(event);
@@ -520,11 +522,16 @@ mod tests {
         // `spec` and `x` are two levels: the object nests `2 + arrays`.
         let at = nested_event("ok", MAX_NESTING - 2);
         assert!(matches!(events::<Pod>(&at)[..], [Ok(WatchEvent::Added(_))]));
-        assert!(matches!(events::<DynamicObject>(&at)[..], [Ok(WatchEvent::Added(_))]));
+        assert!(matches!(
+            events::<DynamicObject>(&at)[..],
+            [Ok(WatchEvent::Added(_))]
+        ));
         for arrays in [MAX_NESTING - 1, 600, 100_000] {
             let line = nested_event("deep", arrays);
             let pods = events::<Pod>(&line).into_iter().map(|e| e.map(|_| ()));
-            let dynamic = events::<DynamicObject>(&line).into_iter().map(|e| e.map(|_| ()));
+            let dynamic = events::<DynamicObject>(&line)
+                .into_iter()
+                .map(|e| e.map(|_| ()));
             let got: Vec<_> = pods.chain(dynamic).collect();
             assert_eq!(got.len(), 2, "{arrays}: {got:?}");
             for got in &got {

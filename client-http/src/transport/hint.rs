@@ -77,8 +77,7 @@ fn tls_hint(error: &rustls::Error) -> Option<&'static str> {
                  authority of the cluster (certificate-authority or certificate-authority-data \
                  in the kubeconfig)"
             }
-            CertificateError::NotValidForName
-            | CertificateError::NotValidForNameContext { .. } => {
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
                 "the server's certificate is not valid for the host connected to. Check the \
                  server URL's host, or set tls-server-name to a name in the certificate"
             }
@@ -89,9 +88,7 @@ fn tls_hint(error: &rustls::Error) -> Option<&'static str> {
                 "the server's certificate is outside its validity period. Check the server's \
                  certificate and this machine's clock"
             }
-            CertificateError::Other(other)
-                if other.to_string().contains("CaUsedAsEndEntity") =>
-            {
+            CertificateError::Other(other) if other.to_string().contains("CaUsedAsEndEntity") => {
                 "the server presented a CA certificate as its own. Check the server's \
                  certificate chain: it must start with a server (end-entity) certificate \
                  signed by the CA, not with the CA itself"

@@ -163,8 +163,7 @@ pub(crate) fn kube_resource(resource: &ApiResource) -> kube_client::core::ApiRes
         // A resource the server does not serve: any kind.
         other => other,
     };
-    let gvk =
-        kube_client::core::GroupVersionKind::gvk(&resource.group, &resource.version, kind);
+    let gvk = kube_client::core::GroupVersionKind::gvk(&resource.group, &resource.version, kind);
     kube_client::core::ApiResource::from_gvk_with_plural(&gvk, &resource.plural)
 }
 

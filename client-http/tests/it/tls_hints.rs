@@ -20,7 +20,10 @@ async fn https_to_a_plain_http_port_says_to_check_the_scheme() {
         .await
         .unwrap_err();
     assert!(e.contains("Check the URL's scheme"), "{e}");
-    assert!(e.contains("InvalidContentType"), "the TLS library's words are kept: {e}");
+    assert!(
+        e.contains("InvalidContentType"),
+        "the TLS library's words are kept: {e}"
+    );
 }
 
 #[tokio::test]
@@ -54,5 +57,8 @@ async fn a_ca_certificate_served_as_the_server_s_says_to_check_the_chain() {
         .unwrap();
     let e = list_names(config).await.unwrap_err();
     assert!(e.contains("Check the server's certificate chain"), "{e}");
-    assert!(e.contains("CaUsedAsEndEntity"), "the TLS library's words are kept: {e}");
+    assert!(
+        e.contains("CaUsedAsEndEntity"),
+        "the TLS library's words are kept: {e}"
+    );
 }

@@ -39,12 +39,14 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// server that never ends a list is an error past this.
 pub const DEFAULT_MAX_LIST_PAGES: usize = 10_000;
 /// The most objects one list may bring, all pages together, and the most initial events a
-/// streaming list may send before its bookmark: one million. A list of real pods that fits
-/// in 1 GiB of JSON (2-6 KB each) holds 170,000 to 500,000; one of the smallest objects a
-/// server can send holds about 1 KB of memory each as `Compact<Pod>` and 2.5 KB as a typed
-/// `Pod`, so an endless list stops within a few GiB. An HTTP lister-watcher bounds each
-/// response to the same number as it decodes it (`max_list_objects` of its builder).
-pub const DEFAULT_MAX_LIST_OBJECTS: usize = 1_000_000;
+/// streaming list may send before its bookmark: 300,000, twice the largest cluster Kubernetes
+/// supports (150,000 pods). A list of realistic pods (4-6 KB of JSON each) that fits in 1 GiB
+/// holds 175,000 to 260,000. It is what bounds the memory of a list that never ends: the
+/// smallest pods a server can send cost about 5.8 KB each as typed k8s-openapi `Pod`s (the
+/// structs are wide) and 0.7 KB as `Compact<Pod>`, so such a list stops at about 1.7 GiB and
+/// 0.2 GiB. Raise it (the reflector's and the lister-watcher's `max_list_objects`) for a
+/// resource with more objects.
+pub const DEFAULT_MAX_LIST_OBJECTS: usize = 300_000;
 /// How many streaming-list attempts that end (or stall) without their initial-events bookmark,
 /// or fail with a retriable error, are made in one round before it falls back to a paginated
 /// list.

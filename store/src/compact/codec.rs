@@ -9,8 +9,8 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 
 use super::Compact;
-use crate::ExpectedType;
 use super::meta::{read_meta, without_managed_fields_slow, without_member};
+use crate::ExpectedType;
 
 /// The most of a dictionary LZ4 can refer back to (its window): 64 KiB.
 const MAX_DICTIONARY: usize = 64 * 1024;

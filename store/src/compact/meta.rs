@@ -242,7 +242,11 @@ mod tests {
 
     #[test]
     fn null_deletion_timestamp_is_not_deleting() {
-        let (meta, _) = read_meta(r#"{"metadata":{"name":"a","deletionTimestamp":null}}"#, &ExpectedType::any()).unwrap();
+        let (meta, _) = read_meta(
+            r#"{"metadata":{"name":"a","deletionTimestamp":null}}"#,
+            &ExpectedType::any(),
+        )
+        .unwrap();
         assert!(!meta.being_deleted);
     }
 

@@ -188,7 +188,9 @@ fn compact_refuses_what_typed_refuses() {
             "]".repeat(n)
         )
     };
-    let at = codec.encode::<DynamicObject>(&nested(MAX_NESTING - 1)).unwrap();
+    let at = codec
+        .encode::<DynamicObject>(&nested(MAX_NESTING - 1))
+        .unwrap();
     assert!(at.typed().is_ok());
     for n in [MAX_NESTING, 600, 100_000] {
         let e = codec.encode::<DynamicObject>(&nested(n)).unwrap_err();

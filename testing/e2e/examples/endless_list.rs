@@ -7,6 +7,10 @@
 //! cargo run --release -p kcache-testing-e2e --example endless_list -- typed
 //! cargo run --release -p kcache-testing-e2e --example endless_list -- compact
 //! ```
+#![allow(
+    clippy::print_stdout,
+    reason = "an example program says what it measured"
+)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,7 +43,10 @@ fn peak_rss_mib() -> u64 {
         .map_or(0, |kb| kb / 1024)
 }
 
-async fn run<T: Object + serde::de::DeserializeOwned>(lw: Arc<dyn ListerWatcher<T>>, give_up_mib: u64) {
+async fn run<T: Object + serde::de::DeserializeOwned>(
+    lw: Arc<dyn ListerWatcher<T>>,
+    give_up_mib: u64,
+) {
     let limits = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&limits);
     let informer = SharedIndexInformer::builder(lw)
@@ -111,17 +118,16 @@ async fn main() {
     .expect("the server starts");
     let client = Client::new(Config::new(server.url().parse().expect("a URL"))).expect("a client");
     let pods = ApiResource::new("", "v1", "pods", true);
-    match form.as_str() {
-        "compact" => {
-            let lw = HttpListerWatcher::<Compact<Pod>>::builder(client, pods)
-                .kind("Pod")
-                .codec(CompactCodec::new())
-                .build();
-            run::<Compact<Pod>>(Arc::new(lw), give_up_mib).await;
-        }
-        _ => {
-            let lw = HttpListerWatcher::<Pod>::builder(client, pods).kind("Pod").build();
-            run::<Pod>(Arc::new(lw), give_up_mib).await;
-        }
+    if form == "compact" {
+        let lw = HttpListerWatcher::<Compact<Pod>>::builder(client, pods)
+            .kind("Pod")
+            .codec(CompactCodec::new())
+            .build();
+        run::<Compact<Pod>>(Arc::new(lw), give_up_mib).await;
+    } else {
+        let lw = HttpListerWatcher::<Pod>::builder(client, pods)
+            .kind("Pod")
+            .build();
+        run::<Pod>(Arc::new(lw), give_up_mib).await;
     }
 }

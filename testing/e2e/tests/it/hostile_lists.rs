@@ -4,8 +4,8 @@
 //! [`ScriptedServer`], and ends with the cache equal to what the server last validly said, the
 //! cause reported, and memory under its bound.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -104,7 +104,12 @@ async fn a_status_answered_with_200_is_its_error_not_an_empty_list(backend: Back
         "only b, which the last list lacks: {events:?}"
     );
     let chains: Vec<String> = run.reported().into_iter().map(|r| r.chain).collect();
-    assert!(chains.iter().any(|c| c.contains("from a proxy") && c.contains("500")), "{chains:?}");
+    assert!(
+        chains
+            .iter()
+            .any(|c| c.contains("from a proxy") && c.contains("500")),
+        "{chains:?}"
+    );
     assert_warned(&logs, &["list and watch failed", "from a proxy"]);
     run.stop().await;
 }
@@ -157,11 +162,10 @@ async fn an_item_nested_past_the_limit_is_one_bad_item(backend: Backend) {
         let mut p = pod("deep", "10", "v1");
         // An unknown field the typed `Pod` would skip: refused all the same.
         p["spec"]["extra"] = serde_json::from_str::<Value>("[]").unwrap();
-        let text = p.to_string().replace(
+        p.to_string().replace(
             r#""extra":[]"#,
             &format!(r#""extra":{}1{}"#, "[".repeat(n), "]".repeat(n)),
-        );
-        text
+        )
     };
     let body = format!(
         r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"10"}},"items":[{},{},{},{}]}}"#,
@@ -179,7 +183,9 @@ async fn an_item_nested_past_the_limit_is_one_bad_item(backend: Backend) {
     let decode = run.reported_of("Decode");
     assert_eq!(decode.len(), 1, "one report per object version: {decode:?}");
     assert!(
-        decode[0].chain.contains("the object nests deeper than 126 levels"),
+        decode[0]
+            .chain
+            .contains("the object nests deeper than 126 levels"),
         "{decode:?}"
     );
     run.stop().await;
@@ -236,9 +242,15 @@ async fn an_endless_list_stops_at_max_list_objects(backend: Backend) {
         run.reported_of("Limit").len() >= 2
     })
     .await;
-    let limits: Vec<String> = run.reported_of("Limit").into_iter().map(|r| r.chain).collect();
+    let limits: Vec<String> = run
+        .reported_of("Limit")
+        .into_iter()
+        .map(|r| r.chain)
+        .collect();
     assert!(
-        limits.iter().any(|c| c.contains("more than 2000 initial events")),
+        limits
+            .iter()
+            .any(|c| c.contains("more than 2000 initial events")),
         "{limits:?}"
     );
     assert!(
@@ -247,7 +259,10 @@ async fn an_endless_list_stops_at_max_list_objects(backend: Backend) {
             .any(|c| c.contains("the list response holds more than 2000 objects")),
         "{limits:?}"
     );
-    eventually(HEAL, "the endless body dropped", || dropped.load(Ordering::SeqCst)).await;
+    eventually(HEAL, "the endless body dropped", || {
+        dropped.load(Ordering::SeqCst)
+    })
+    .await;
     run.converge(HEAL, &state(&[("ns/a", "10", "v1")])).await;
     run.stop().await;
 }
@@ -285,11 +300,24 @@ async fn objects_of_another_namespace_are_refused(backend: Backend) {
         quick,
     );
     run.converge(HEAL, &state(&[("ns/a", "12", "v2")])).await;
-    eventually(HEAL, "both refusals reported", || run.informer.decode_errors() == 2).await;
-    let decode: Vec<String> = run.reported_of("Decode").into_iter().map(|r| r.chain).collect();
+    eventually(HEAL, "both refusals reported", || {
+        run.informer.decode_errors() == 2
+    })
+    .await;
+    let decode: Vec<String> = run
+        .reported_of("Decode")
+        .into_iter()
+        .map(|r| r.chain)
+        .collect();
     assert_eq!(decode.len(), 2, "{decode:?}");
-    assert!(decode[0].contains("elsewhere/x") && decode[0].contains("outside"), "{decode:?}");
-    assert!(decode[1].contains("elsewhere/y") && decode[1].contains("outside"), "{decode:?}");
+    assert!(
+        decode[0].contains("elsewhere/x") && decode[0].contains("outside"),
+        "{decode:?}"
+    );
+    assert!(
+        decode[1].contains("elsewhere/y") && decode[1].contains("outside"),
+        "{decode:?}"
+    );
     // Refused on the watch, the object was not a reason to relist.
     assert_eq!(server.count(ScriptedRequest::is_list), 1);
     run.stop().await;
@@ -348,7 +376,9 @@ async fn compact_pod_keys(backend: Backend, url: &str, n: usize) -> Vec<String> 
             .codec(kcache_store::CompactCodec::new())
             .build(),
         ),
-        Backend::Kube => Arc::new(KubeListerWatcher::compact(crate::support::kube_pods(url)).build()),
+        Backend::Kube => {
+            Arc::new(KubeListerWatcher::compact(crate::support::kube_pods(url)).build())
+        }
     };
     let informer = kcache_informer::SharedIndexInformer::builder(lw).build();
     let cancel = tokio_util::sync::CancellationToken::new();
