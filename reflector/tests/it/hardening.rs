@@ -119,10 +119,10 @@ async fn an_unreadable_event_reaches_a_lone_watch_error_hook_once() {
 
 #[tokio::test(start_paused = true)]
 async fn a_streaming_list_that_never_ends_its_initial_events_is_bounded() {
-    // Pages of 2, at most 2 pages: a streaming list may send 4 initial events.
+    // At most 4 objects per list: a streaming list may send 4 initial events.
     let env = Env::with_pods(3);
     env.handle.set_watch_list(WatchListSupport::Ignore);
-    let builder = env.builder().page_size(2).max_list_pages(2);
+    let builder = env.builder().max_list_objects(4);
     env.run(builder, async {
         env.handle.wait_for_watches(1).await;
         env.handle.update(labelled("p1", "a"));
