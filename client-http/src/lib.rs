@@ -159,9 +159,10 @@ pub use self::auth::impersonate::Impersonate;
 pub use self::auth::secret::Secret;
 pub use self::client::Client;
 pub use self::config::{
-    Auth, AuthInfo, Cluster, Config, Context, ExecApiVersion, ExecConfig, ExecEnvVar, ExecSpec,
-    Identity, InClusterOptions, Kubeconfig, KubeconfigOptions, NamedAuthInfo, NamedCluster,
-    NamedContext, fuzz_kubeconfig,
+    Auth, AuthInfo, Cluster, Config, Context, DEFAULT_HTTP2_MAX_CONNECTIONS,
+    DEFAULT_HTTP2_STREAM_WAIT, ExecApiVersion, ExecConfig, ExecEnvVar, ExecSpec, Identity,
+    InClusterOptions, Kubeconfig, KubeconfigOptions, NamedAuthInfo, NamedCluster, NamedContext,
+    fuzz_kubeconfig,
 };
 pub use self::decode::decode_list;
 pub use self::decode::managed_fields::SkipManagedFields;
