@@ -85,7 +85,7 @@ where
 
 /// Drives `connection`: first until the answer to a ping (so the server's settings are
 /// applied, told through `settled`), then with keep-alive pings until it ends, fails a ping or
-/// is retired idle; tells `owner` when it has ended.
+/// is retired idle; tells `owner` when it has ended (or the task was dropped).
 async fn drive<T>(
     connection: Connection<T, Bytes>,
     mut ping_pong: PingPong,
@@ -96,6 +96,9 @@ async fn drive<T>(
 ) where
     T: AsyncRead + AsyncWrite + Unpin,
 {
+    // Also when the task is dropped unfinished (its runtime shut down, and the connection with
+    // it).
+    let _ended = Ended { id, owner: &owner };
     tokio::pin!(connection);
     let first = tokio::select! {
         ended = connection.as_mut() => Err(match ended {
@@ -110,8 +113,19 @@ async fn drive<T>(
         let why = keep_alive(connection.as_mut(), &mut ping_pong, id, &owner, pings).await;
         tracing::debug!(connection = id, reason = %why, "HTTP/2 connection ended");
     }
-    if let Some(owner) = owner.upgrade() {
-        owner.ended(id);
+}
+
+/// Tells the owner that connection `id` has ended, when dropped.
+struct Ended<'a> {
+    id: u64,
+    owner: &'a Weak<dyn Owner>,
+}
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        if let Some(owner) = self.owner.upgrade() {
+            owner.ended(self.id);
+        }
     }
 }
 

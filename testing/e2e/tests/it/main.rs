@@ -4,6 +4,8 @@
 
 mod chaos;
 mod hostile;
+// Servers allowing few HTTP/2 streams per connection.
+mod hostile_h2;
 mod hostile_support;
 mod informer;
 mod leader;
