@@ -89,7 +89,7 @@ where
 async fn drive<T>(
     connection: Connection<T, Bytes>,
     mut ping_pong: PingPong,
-    settled: oneshot::Sender<Result<(), BoxError>>,
+    mut settled: oneshot::Sender<Result<(), BoxError>>,
     id: u64,
     owner: Weak<dyn Owner>,
     pings: Pings,
@@ -101,6 +101,8 @@ async fn drive<T>(
     let _ended = Ended { id, owner: &owner };
     tokio::pin!(connection);
     let first = tokio::select! {
+        // The caller gave up waiting (its connect timeout): drop the connection.
+        () = settled.closed() => return,
         ended = connection.as_mut() => Err(match ended {
             Ok(()) => "the server closed the HTTP/2 connection before its settings came".into(),
             Err(e) => BoxError::from(e),
@@ -309,7 +311,11 @@ mod tests {
         let head = head(&request);
         assert_eq!(head.version(), Version::HTTP_2);
         assert_eq!(head.uri(), request.uri());
-        let names: Vec<_> = head.headers().keys().map(|n| n.as_str()).collect();
+        let names: Vec<_> = head
+            .headers()
+            .keys()
+            .map(http::HeaderName::as_str)
+            .collect();
         assert_eq!(names, ["accept", "content-length"]);
         assert_eq!(head.headers()[CONTENT_LENGTH], "2");
     }

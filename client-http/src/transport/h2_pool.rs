@@ -38,8 +38,9 @@ use crate::transport::h2_conn::{self, Owner, Pings, SendError};
 /// server may raise its limit with new settings, which wakes no one).
 const RECHECK: Duration = Duration::from_secs(1);
 
-/// How many times a request the server never saw is sent (on another stream) in all.
-const ATTEMPTS: usize = 3;
+/// How many times a request the server never saw is sent again, beyond once per connection
+/// the pool may hold (a connection that failed before the request left is taken out first).
+const RETRIES: usize = 2;
 
 /// The bounds of the pool.
 #[derive(Debug, Clone, Copy)]
@@ -91,6 +92,7 @@ impl Pool {
     /// or the exchange failed.
     pub(crate) async fn send(&self, request: Request<Bytes>) -> Result<Sent, BoxError> {
         let route = self.route(request.uri())?;
+        let attempts = self.limits.max_connections + RETRIES;
         let mut attempt = 1;
         loop {
             let (send, lease) = match route.acquire(self).await? {
@@ -100,7 +102,7 @@ impl Pool {
             let id = lease.id;
             match h2_conn::send(send, &request, lease).await {
                 Ok(response) => return Ok(Sent::Response(response)),
-                Err(SendError::Unsent { retire, error }) if attempt < ATTEMPTS => {
+                Err(SendError::Unsent { retire, error }) if attempt < attempts => {
                     tracing::debug!(
                         server = %route.server,
                         connection = id,

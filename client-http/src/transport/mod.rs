@@ -117,6 +117,35 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
 /// first connection), speak HTTP/1.1 through hyper's pooled client, one request per
 /// connection at a time. Idle connections are closed after 90 s. It has no request timeout of
 /// its own: the client bounds lists and guards watches.
+///
+/// # Example: more connections per server, a shorter wait, and telling the pool's errors
+///
+/// ```
+/// use std::time::Duration;
+/// use kcache_client_http::{Client, Config, Error};
+///
+/// let mut config = Config::new("https://10.0.0.1:6443".parse()?);
+/// config.http2_max_connections = 16;
+/// config.http2_stream_wait = Duration::from_secs(10);
+/// let client = Client::new(config)?;
+///
+/// /// Whether a list or watch failed for want of an HTTP/2 stream.
+/// fn no_stream(e: &kcache_reflector::Error) -> bool {
+///     let kcache_reflector::Error::Transport(source) = e else {
+///         return false;
+///     };
+///     matches!(
+///         source.downcast_ref::<Error>(),
+///         Some(Error::NoHttp2Streams { .. } | Error::Http2StreamWait { .. })
+///     )
+/// }
+/// let e = kcache_reflector::Error::transport(Error::NoHttp2Streams {
+///     server: "https://10.0.0.1:6443".to_owned(),
+/// });
+/// assert!(no_stream(&e));
+/// # drop(client);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct HyperTransport {
     http1: HyperClient<HttpsConnector<ProxyConnector>, Full<Bytes>>,
@@ -170,12 +199,13 @@ impl HyperTransport {
         // HTTP/1.1 only for hyper's client: HTTP/2 goes through the pool.
         let mut tls_http1 = tls.clone();
         tls_http1.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let https = HttpsConnector::new(connector.clone(), tls_http1, false, resolver.clone());
+        let http1_connector =
+            HttpsConnector::new(connector.clone(), tls_http1, false, resolver.clone());
         let http1 = HyperClient::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(IDLE_TIMEOUT)
-            .build(https);
+            .build(http1_connector);
         let limits = Limits {
             max_connections: config.http2_max_connections,
             stream_wait: config.http2_stream_wait,
