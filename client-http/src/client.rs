@@ -21,8 +21,9 @@ use crate::{Auth, Config, Error};
 /// An API server client: the server's URL, the credentials, and a [`Transport`].
 ///
 /// Cheap to clone (an `Arc`): every clone, and every lister-watcher built from it, shares the
-/// transport's connection pool (so with HTTP/2 all watches of a program ride one connection)
-/// and the credential cache (an exec plugin runs once for all of them).
+/// transport's connection pool (so with HTTP/2 the watches of a program share one connection,
+/// or as many as the server's stream limit calls for) and the credential cache (an exec plugin
+/// runs once for all of them).
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -52,8 +53,9 @@ impl fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client over the default [`HyperTransport`] (hyper + rustls, HTTP/2 with keep-alive
-    /// pings, one pool). Needs a tokio runtime when it sends.
+    /// A client over the default [`HyperTransport`] (hyper, h2 and rustls: HTTP/2 with
+    /// keep-alive pings, one pool, another connection whenever one carries as many streams as
+    /// the server allows). Needs a tokio runtime when it sends.
     ///
     /// User-info in the config's URL is never sent as such: see [`Config::cluster_url`].
     ///

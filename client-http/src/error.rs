@@ -1,5 +1,7 @@
 //! The configuration [`Error`] of this crate: loading a kubeconfig or in-cluster config,
-//! credentials and TLS setup (and, with the `kube` feature, label selector conversions).
+//! credentials and TLS setup (and, with the `kube` feature, label selector conversions), and the
+//! failures of the default transport's HTTP/2 pool (a server granting no stream, a request
+//! that found no free stream in time), which reach callers as a request error's source.
 //!
 //! List and watch calls return [`kcache_reflector::Error`] instead, as the
 //! [`ListerWatcher`](kcache_reflector::ListerWatcher) contract requires, and so do the reads and
@@ -162,6 +164,35 @@ pub enum Error {
         /// The parser's error, when the text did not parse.
         #[source]
         source: Option<kcache_store::SelectorError>,
+    },
+    /// An HTTP/2 connection to the server grants no stream: its `SETTINGS_MAX_CONCURRENT_STREAMS`
+    /// is 0, so no request can be sent on it. The default transport closes such a connection
+    /// (logging a warning) and fails the request with this error, the
+    /// [`Transport`](kcache_reflector::Error::Transport) source of a list or watch, which the
+    /// reflector retries with backoff like any transport failure.
+    #[error(
+        "the server {server} allows no HTTP/2 streams on this connection (SETTINGS_MAX_CONCURRENT_STREAMS is 0)"
+    )]
+    NoHttp2Streams {
+        /// The server, as `scheme://host:port`.
+        server: String,
+    },
+    /// Every HTTP/2 connection the default transport may open to the server
+    /// ([`Config::http2_max_connections`](crate::Config::http2_max_connections)) carried as
+    /// many streams as the server allows, and none freed up within
+    /// [`Config::http2_stream_wait`](crate::Config::http2_stream_wait).
+    #[error(
+        "no HTTP/2 stream to {server} freed up within {waited:?}: its {connections} connections (the most allowed) carry {streams} streams, as many as the server allows"
+    )]
+    Http2StreamWait {
+        /// The server, as `scheme://host:port`.
+        server: String,
+        /// The connections open to it.
+        connections: usize,
+        /// The streams they carry.
+        streams: usize,
+        /// How long the request waited.
+        waited: std::time::Duration,
     },
     /// The TLS configuration could not be built (bad key, unusable certificate).
     #[error("could not set up TLS: {what}")]

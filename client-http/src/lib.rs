@@ -13,7 +13,8 @@
 //!   Credentials are [`Secret`]s: never in `Debug`, errors or logs.
 //! - [`Client`]: the config plus a [`Transport`]. The default [`HyperTransport`] speaks HTTP/2
 //!   through ALPN with keep-alive pings and falls back to HTTP/1.1; all lister-watchers built
-//!   from one client share its connection pool. Bring another HTTP stack with
+//!   from one client share its connection pool, which opens another HTTP/2 connection when one
+//!   carries as many streams as the server allows. Bring another HTTP stack with
 //!   [`Client::with_transport`].
 //! - [`HttpListerWatcher`]: lists (decoded item by item, so one bad object is skipped, not
 //!   fatal) and watches (newline-delimited JSON decoded incrementally across chunk boundaries,
@@ -159,9 +160,10 @@ pub use self::auth::impersonate::Impersonate;
 pub use self::auth::secret::Secret;
 pub use self::client::Client;
 pub use self::config::{
-    Auth, AuthInfo, Cluster, Config, Context, ExecApiVersion, ExecConfig, ExecEnvVar, ExecSpec,
-    Identity, InClusterOptions, Kubeconfig, KubeconfigOptions, NamedAuthInfo, NamedCluster,
-    NamedContext, fuzz_kubeconfig,
+    Auth, AuthInfo, Cluster, Config, Context, DEFAULT_HTTP2_MAX_CONNECTIONS,
+    DEFAULT_HTTP2_STREAM_WAIT, ExecApiVersion, ExecConfig, ExecEnvVar, ExecSpec, Identity,
+    InClusterOptions, Kubeconfig, KubeconfigOptions, NamedAuthInfo, NamedCluster, NamedContext,
+    fuzz_kubeconfig,
 };
 pub use self::decode::decode_list;
 pub use self::decode::managed_fields::SkipManagedFields;

@@ -148,8 +148,21 @@ pub struct Config {
     /// and on each read or write of an [`ObjectClient`](crate::ObjectClient). Watches have no
     /// total timeout.
     pub list_timeout: Duration,
-    /// The bound on opening a TCP connection (default 30 s).
+    /// The bound on opening a connection (default 30 s): the TCP connection, and for HTTP/2
+    /// (the default transport over `https://`) the proxy tunnel, TLS and HTTP/2 handshakes up
+    /// to the server's settings.
     pub connect_timeout: Duration,
+    /// How many HTTP/2 connections the default transport opens to one server at most (default
+    /// [`DEFAULT_HTTP2_MAX_CONNECTIONS`], 8; 0 counts as 1). Requests share a connection until
+    /// it carries as many streams as the server allows (its `SETTINGS_MAX_CONCURRENT_STREAMS`;
+    /// a watch holds its stream as long as it runs), then the next one is opened. Other
+    /// transports ignore it.
+    pub http2_max_connections: usize,
+    /// How long a request waits for an HTTP/2 stream when all
+    /// [`http2_max_connections`](Self::http2_max_connections) connections carry as many streams
+    /// as the server allows (default [`DEFAULT_HTTP2_STREAM_WAIT`], 30 s); then it fails with
+    /// [`Error::Http2StreamWait`](crate::Error::Http2StreamWait). Other transports ignore it.
+    pub http2_stream_wait: Duration,
     /// A watch asked to last `timeoutSeconds` is ended by the client after that plus this much,
     /// in case the server never ends it (default 30 s).
     pub watch_timeout_slack: Duration,
@@ -166,6 +179,13 @@ pub struct Config {
 
 /// The default of [`Config::list_timeout`]: the API server's own limit on a request.
 pub(crate) const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The default of [`Config::http2_max_connections`]: with the 100 to 250 streams API servers
+/// and proxies usually allow per connection (nginx: 128), room for about a thousand watches.
+pub const DEFAULT_HTTP2_MAX_CONNECTIONS: usize = 8;
+
+/// The default of [`Config::http2_stream_wait`].
+pub const DEFAULT_HTTP2_STREAM_WAIT: Duration = Duration::from_secs(30);
 
 /// The default of [`Config::watch_timeout_slack`].
 pub(crate) const DEFAULT_WATCH_TIMEOUT_SLACK: Duration = Duration::from_secs(30);
@@ -188,6 +208,8 @@ impl std::fmt::Debug for Config {
             .field("auth", &self.auth)
             .field("list_timeout", &self.list_timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("http2_max_connections", &self.http2_max_connections)
+            .field("http2_stream_wait", &self.http2_stream_wait)
             .field("watch_timeout_slack", &self.watch_timeout_slack)
             .field("token_file_refresh", &self.token_file_refresh)
             .field("user_agent", &self.user_agent)
@@ -237,6 +259,8 @@ impl Config {
             auth,
             list_timeout: DEFAULT_LIST_TIMEOUT,
             connect_timeout: Duration::from_secs(30),
+            http2_max_connections: DEFAULT_HTTP2_MAX_CONNECTIONS,
+            http2_stream_wait: DEFAULT_HTTP2_STREAM_WAIT,
             watch_timeout_slack: DEFAULT_WATCH_TIMEOUT_SLACK,
             token_file_refresh: Duration::from_secs(60),
             user_agent: DEFAULT_USER_AGENT.to_owned(),

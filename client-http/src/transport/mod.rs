@@ -1,5 +1,6 @@
 //! The transport seam: [`Transport`] sends one HTTP request, [`HyperTransport`] is the default,
-//! over `connector` (TCP, proxies from `proxy`, TLS from `tls`); `request` builds the list,
+//! over `connector` (TCP, proxies from `proxy`, TLS from `tls`), with its HTTP/2 connections in
+//! `h2_pool` (each one an `h2_conn`); `request` builds the list,
 //! watch and object requests (object names checked by `path_segment`), `response` turns error
 //! answers into a `Status`, and `deadline` bounds a request by a timeout.
 //!
@@ -12,6 +13,8 @@
 
 pub(crate) mod connector;
 pub(crate) mod deadline;
+mod h2_conn;
+mod h2_pool;
 pub(crate) mod hint;
 pub(crate) mod path_segment;
 pub(crate) mod proxy;
@@ -35,6 +38,8 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::error::BoxError;
 use crate::transport::connector::ProxyConnector;
+use crate::transport::h2_conn::Pings;
+use crate::transport::h2_pool::{Limits, Pool, Sent};
 use crate::transport::proxy::Route;
 use crate::{Config, Error};
 
@@ -91,20 +96,61 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     }
 }
 
-/// The default transport: one pooled hyper client over rustls (ring provider).
+/// The default transport: hyper and h2 over rustls (ring provider), with a connection pool.
 ///
 /// It connects directly or through the proxy of [`Config::proxy`] (HTTP `CONNECT` or SOCKS5;
 /// TLS to the server runs inside the tunnel).
 ///
-/// HTTP/2 through ALPN (`h2`, then `http/1.1`) with keep-alive pings every 30 s and a 15 s
-/// timeout, which is how a dead connection under long watches is found (client-go does the
-/// same); plain `http://` URLs speak HTTP/1.1. Every clone shares the connection pool, so all
-/// informers built from one [`Client`](crate::Client) multiplex their watches on one
-/// connection per server. It has no request timeout of its own: the client bounds lists and
-/// guards watches.
+/// `https://` servers are offered HTTP/2 through ALPN (`h2`, then `http/1.1`). HTTP/2
+/// connections are pinged every 30 s and closed when a ping goes unanswered for 15 s, which is
+/// how a dead connection under long watches is found (client-go does the same). Requests share
+/// a connection (every clone of the transport shares the pool, so all informers built from one
+/// [`Client`](crate::Client) multiplex their watches) until it carries as many streams as the
+/// server allows: its `SETTINGS_MAX_CONCURRENT_STREAMS` (nginx allows 128) counts every request
+/// until its response body ends or is dropped, so a watch holds a stream as long as it runs.
+/// Then another connection is opened, up to [`Config::http2_max_connections`] per server (8 by
+/// default); past that a request waits up to [`Config::http2_stream_wait`] (30 s) for a stream
+/// to free up and fails with [`Error::Http2StreamWait`]. A server that allows no stream at all
+/// fails the request at once with [`Error::NoHttp2Streams`] (and a warning is logged): the
+/// reflector backs off and retries, as for any transport error, instead of a request hanging.
+///
+/// Plain `http://` URLs, and servers that answer ALPN with `http/1.1` (remembered after the
+/// first connection), speak HTTP/1.1 through hyper's pooled client, one request per
+/// connection at a time. Idle connections are closed after 90 s. It has no request timeout of
+/// its own: the client bounds lists and guards watches.
+///
+/// # Example: more connections per server, a shorter wait, and telling the pool's errors
+///
+/// ```
+/// use std::time::Duration;
+/// use kcache_client_http::{Client, Config, Error};
+///
+/// let mut config = Config::new("https://10.0.0.1:6443".parse()?);
+/// config.http2_max_connections = 16;
+/// config.http2_stream_wait = Duration::from_secs(10);
+/// let client = Client::new(config)?;
+///
+/// /// Whether a list or watch failed for want of an HTTP/2 stream.
+/// fn no_stream(e: &kcache_reflector::Error) -> bool {
+///     let kcache_reflector::Error::Transport(source) = e else {
+///         return false;
+///     };
+///     matches!(
+///         source.downcast_ref::<Error>(),
+///         Some(Error::NoHttp2Streams { .. } | Error::Http2StreamWait { .. })
+///     )
+/// }
+/// let e = kcache_reflector::Error::transport(Error::NoHttp2Streams {
+///     server: "https://10.0.0.1:6443".to_owned(),
+/// });
+/// assert!(no_stream(&e));
+/// # drop(client);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct HyperTransport {
-    client: HyperClient<HttpsConnector<ProxyConnector>, Full<Bytes>>,
+    http1: HyperClient<HttpsConnector<ProxyConnector>, Full<Bytes>>,
+    h2: Arc<Pool>,
 }
 
 impl fmt::Debug for HyperTransport {
@@ -117,6 +163,9 @@ impl fmt::Debug for HyperTransport {
 pub const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
 /// How long a ping may go unanswered before the connection is closed.
 pub const H2_PING_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A connection that carried no request for this long is closed.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 impl HyperTransport {
     /// A transport for `config`: its trust roots, `tls-server-name`, insecure mode, client
@@ -147,16 +196,32 @@ impl HyperTransport {
                 None => Arc::new(DefaultServerNameResolver::default()),
             };
         let route = Route::new(&config.proxy, &|name| std::env::var(name).ok())?;
-        let https = HttpsConnector::new(ProxyConnector::new(http, route), tls, false, resolver);
-        let client = HyperClient::builder(TokioExecutor::new())
+        let connector = ProxyConnector::new(http, route);
+        // HTTP/1.1 only for hyper's client: HTTP/2 goes through the pool.
+        let mut tls_http1 = tls.clone();
+        tls_http1.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let http1_connector =
+            HttpsConnector::new(connector.clone(), tls_http1, false, resolver.clone());
+        let http1 = HyperClient::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .http2_keep_alive_interval(H2_PING_INTERVAL)
-            .http2_keep_alive_timeout(H2_PING_TIMEOUT)
-            .http2_keep_alive_while_idle(true)
-            .build(https);
-        Ok(Self { client })
+            .pool_idle_timeout(IDLE_TIMEOUT)
+            .build(http1_connector);
+        let limits = Limits {
+            max_connections: config.http2_max_connections,
+            stream_wait: config.http2_stream_wait,
+            connect_timeout: config.connect_timeout,
+            idle_timeout: IDLE_TIMEOUT,
+            pings: Pings {
+                interval: H2_PING_INTERVAL,
+                timeout: H2_PING_TIMEOUT,
+            },
+        };
+        let h2 = Pool::new(HttpsConnector::new(connector, tls, false, resolver), limits);
+        Ok(Self {
+            http1,
+            h2: Arc::new(h2),
+        })
     }
 }
 
@@ -166,7 +231,15 @@ impl Transport for HyperTransport {
         &self,
         request: http::Request<Bytes>,
     ) -> Result<http::Response<ResponseBody>, BoxError> {
-        let response = self.client.request(request.map(Full::new)).await?;
+        let request = if request.uri().scheme() == Some(&http::uri::Scheme::HTTPS) {
+            match self.h2.send(request).await? {
+                Sent::Response(response) => return Ok(response),
+                Sent::Http1(request) => request,
+            }
+        } else {
+            request
+        };
+        let response = self.http1.request(request.map(Full::new)).await?;
         Ok(response.map(|body| {
             body.into_data_stream()
                 .map_err(|e| -> BoxError { Box::new(e) })

@@ -1,7 +1,7 @@
 //! Integration tests of kcache-client-http: the lister-watcher against the fake API server over
 //! HTTP and HTTPS (client certificates included), the writes and the Lease lock, kubeconfig and in-cluster loading on fixture
-//! files, credentials (exec plugin bounds, client key checks, URL user-info, redaction), proxies
-//! and impersonation; with the `kube` feature, the same lists and watches over kube-rs's client. (Informers over HTTP are tested in kcache-testing-e2e.)
+//! files, credentials (exec plugin bounds, client key checks, URL user-info, redaction), proxies,
+//! impersonation and HTTP/2 stream limits; with the `kube` feature, the same lists and watches over kube-rs's client. (Informers over HTTP are tested in kcache-testing-e2e.)
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
 mod auth;
@@ -11,6 +11,8 @@ mod client_key;
 mod exact_capacity;
 mod exec_limits;
 mod failure_chain;
+// HTTP/2 stream limits: more connections, clear errors, HTTP/1.1 over TLS.
+mod h2_streams;
 mod impersonate;
 mod in_cluster;
 // The kube-rs backend.

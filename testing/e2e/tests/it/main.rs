@@ -7,6 +7,8 @@ mod chaos;
 #[macro_use]
 mod hostile;
 mod hostile_client_go;
+// Servers allowing few HTTP/2 streams per connection.
+mod hostile_h2;
 mod hostile_lists;
 mod hostile_support;
 mod informer;

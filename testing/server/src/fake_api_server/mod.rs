@@ -190,6 +190,7 @@ pub struct FakeApiServerBuilder {
     resources: Vec<ServedResource>,
     tls: bool,
     client_auth: bool,
+    http2: bool,
     seed: u64,
 }
 
@@ -200,6 +201,7 @@ impl Default for FakeApiServerBuilder {
             resources: ServedResource::defaults(),
             tls: false,
             client_auth: false,
+            http2: true,
             seed: 0x6B63_6163_6865,
         }
     }
@@ -307,6 +309,23 @@ impl FakeApiServerBuilder {
         self
     }
 
+    /// Offer HTTP/2 through ALPN over TLS (default `true`); off, TLS clients are answered
+    /// `http/1.1`, as by a server without HTTP/2.
+    #[must_use]
+    pub fn http2(mut self, offered: bool) -> Self {
+        self.http2 = offered;
+        self
+    }
+
+    /// The streams each HTTP/2 connection allows at once, its `SETTINGS_MAX_CONCURRENT_STREAMS`
+    /// (default 1000; 0 allows none, a hostile server's setting). A watch holds its stream as
+    /// long as it runs.
+    #[must_use]
+    pub fn http2_max_concurrent_streams(mut self, streams: u32) -> Self {
+        self.config.http2_max_concurrent_streams = streams;
+        self
+    }
+
     /// Seed for generated uids and names.
     #[must_use]
     pub fn seed(mut self, seed: u64) -> Self {
@@ -340,7 +359,13 @@ impl FakeApiServerBuilder {
         let shared = Arc::new(shared);
         let scheme = if tls.is_some() { "https" } else { "http" };
         let url = format!("{scheme}://{addr}");
-        let acceptor = tls.as_ref().map(|t| TlsAcceptor::from(t.config.clone()));
+        let acceptor = tls.as_ref().map(|t| {
+            let mut config = t.config.clone();
+            if !self.http2 {
+                Arc::make_mut(&mut config).alpn_protocols = vec![b"http/1.1".to_vec()];
+            }
+            TlsAcceptor::from(config)
+        });
         let task = tokio::spawn(accept_loop(
             listener,
             shared.clone(),
@@ -698,13 +723,14 @@ where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let cancel = shared.cancel.clone();
+    let streams = shared.config.http2_max_concurrent_streams;
     let service = service_fn(move |req| {
         let shared = shared.clone();
         let address = address.clone();
         async move { Ok::<_, Infallible>(routes::handle(shared, req, address).await) }
     });
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http2().max_concurrent_streams(1000);
+    builder.http2().max_concurrent_streams(streams);
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
     tokio::select! {

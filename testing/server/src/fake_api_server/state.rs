@@ -41,6 +41,8 @@ pub(crate) struct Config {
     pub(crate) rv0_ignores_limit: bool,
     pub(crate) not_found_as_status: bool,
     pub(crate) max_connections: usize,
+    /// The `SETTINGS_MAX_CONCURRENT_STREAMS` of each HTTP/2 connection.
+    pub(crate) http2_max_concurrent_streams: u32,
     pub(crate) request_log_limit: usize,
 }
 
@@ -57,6 +59,7 @@ impl Default for Config {
             rv0_ignores_limit: true,
             not_found_as_status: false,
             max_connections: 512,
+            http2_max_concurrent_streams: 1000,
             request_log_limit: 10_000,
         }
     }
