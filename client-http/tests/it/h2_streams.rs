@@ -14,7 +14,7 @@ use kcache_store::DynamicObject;
 use kcache_testing::LogCapture;
 use kcache_testing_server::FakeApiServer;
 
-use crate::support::{config, describe, fake_pods, next, pods};
+use crate::support::{config, describe, fake_pods, next, pods, server_from};
 use crate::support_chain;
 
 /// Far beyond the bounds below: a request that hangs is caught by those, not by this.
@@ -25,21 +25,10 @@ const NO_HANG: Duration = Duration::from_secs(30);
 
 /// A TLS server whose HTTP/2 connections allow `streams` streams each, with `pods` pods.
 async fn server(streams: u32, pods: usize) -> FakeApiServer {
-    let server = FakeApiServer::builder()
+    let builder = FakeApiServer::builder()
         .tls(true)
-        .http2_max_concurrent_streams(streams)
-        .start()
-        .await
-        .unwrap();
-    for i in 0..pods {
-        server
-            .create(
-                &fake_pods(),
-                DynamicObject::new(Some("ns"), &format!("p{i}")),
-            )
-            .unwrap();
-    }
-    server
+        .http2_max_concurrent_streams(streams);
+    server_from(builder, pods).await
 }
 
 /// The server's config with lists bounded far beyond [`NO_HANG`].
@@ -110,13 +99,11 @@ async fn a_server_allowing_no_stream_fails_requests_at_once_with_a_clear_error()
 async fn five_watches_over_connections_of_two_streams_all_get_their_events() {
     // Three connections carry five watches; the server takes no fourth, so a client that
     // opened one per request, or more than the limit calls for, would fail here.
-    let server = FakeApiServer::builder()
+    let builder = FakeApiServer::builder()
         .tls(true)
         .http2_max_concurrent_streams(2)
-        .max_connections(3)
-        .start()
-        .await
-        .unwrap();
+        .max_connections(3);
+    let server = server_from(builder, 0).await;
     let client = Client::new(patient_config(&server)).unwrap();
     let started = Instant::now();
     let watches = (0..5).map(|_| {
@@ -210,15 +197,7 @@ async fn a_full_pool_waits_for_a_stream_and_fails_clearly_when_none_frees_up() {
 
 #[tokio::test]
 async fn a_tls_server_without_http2_is_spoken_to_in_http1() {
-    let server = FakeApiServer::builder()
-        .tls(true)
-        .http2(false)
-        .start()
-        .await
-        .unwrap();
-    server
-        .create(&fake_pods(), DynamicObject::new(Some("ns"), "p0"))
-        .unwrap();
+    let server = server_from(FakeApiServer::builder().tls(true).http2(false), 1).await;
     let client = Client::new(patient_config(&server)).unwrap();
     let mut watches = Vec::new();
     for _ in 0..3 {

@@ -11,25 +11,11 @@ use kcache_store::DynamicObject;
 use kcache_testing_server::FakeApiServer;
 use kcache_testing_server::fake_api_server::ClientCertificate;
 
-use crate::support::{cert_and_key, fake_pods, list_names as list, pods, temp_dir, write};
+use crate::support::{cert_and_key, list_names as list, pods, server_from, temp_dir, write};
 
 /// A TLS server requiring client certificates, with `n` pods in namespace `ns`.
 async fn mtls_server(n: usize) -> FakeApiServer {
-    let server = FakeApiServer::builder()
-        .tls(true)
-        .client_auth(true)
-        .start()
-        .await
-        .unwrap();
-    for i in 0..n {
-        server
-            .create(
-                &fake_pods(),
-                DynamicObject::new(Some("ns"), &format!("p{i}")),
-            )
-            .unwrap();
-    }
-    server
+    server_from(FakeApiServer::builder().tls(true).client_auth(true), n).await
 }
 
 /// A config trusting the server's CA, with no credentials at all.

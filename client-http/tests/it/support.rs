@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
 use kcache_reflector::{Error, ListerWatcher, WatchEvent, WatchStream};
 use kcache_store::DynamicObject;
-use kcache_testing_server::FakeApiServer;
+use kcache_testing_server::{FakeApiServer, FakeApiServerBuilder};
 
 /// The core pods resource, as the client names it.
 pub(crate) fn pods() -> ApiResource {
@@ -21,7 +21,12 @@ pub(crate) fn fake_pods() -> kcache_testing_server::ServedResource {
 
 /// A server (plain or TLS) with `n` pods in namespace `ns`, named `p0`, `p1`, ...
 pub(crate) async fn server(tls: bool, n: usize) -> FakeApiServer {
-    let server = FakeApiServer::builder().tls(tls).start().await.unwrap();
+    server_from(FakeApiServer::builder().tls(tls), n).await
+}
+
+/// The server of `builder` with `n` pods in namespace `ns`, named `p0`, `p1`, ...
+pub(crate) async fn server_from(builder: FakeApiServerBuilder, n: usize) -> FakeApiServer {
+    let server = builder.start().await.unwrap();
     for i in 0..n {
         server
             .create(

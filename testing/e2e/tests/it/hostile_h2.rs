@@ -18,22 +18,13 @@ use kcache_testing::LogCapture;
 use kcache_testing_server::FakeApiServer;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{config, fake_pods, pods};
+use crate::support::{config, fake_pods, names, pods};
 
 /// The informers, one per namespace.
 const INFORMERS: usize = 5;
 
 /// Far beyond what syncing takes: reached only if a request hangs.
 const NO_HANG: Duration = Duration::from_secs(60);
-
-fn names(informer: &SharedIndexInformer<DynamicObject>) -> BTreeSet<String> {
-    informer
-        .indexer()
-        .list()
-        .iter()
-        .filter_map(|o| o.metadata.name.clone())
-        .collect()
-}
 
 #[tokio::test]
 async fn five_informers_sync_over_connections_of_two_streams() {

@@ -13,7 +13,7 @@ use kcache_store::DynamicObject;
 use kcache_testing_server::FakeApiServer;
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{config, fake_pods, pods};
+use crate::support::{config, fake_pods, names, pods};
 
 fn informer(client: &Client, namespace: &str) -> SharedIndexInformer<DynamicObject> {
     let lw = HttpListerWatcher::<DynamicObject>::builder(client.clone(), pods())
@@ -29,15 +29,6 @@ fn informer(client: &Client, namespace: &str) -> SharedIndexInformer<DynamicObje
             })
         })
         .build()
-}
-
-fn names(informer: &SharedIndexInformer<DynamicObject>) -> BTreeSet<String> {
-    informer
-        .indexer()
-        .list()
-        .iter()
-        .filter_map(|o| o.metadata.name.clone())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,8 @@
 //! Helpers: the pods resource as client and server name it, a client config for the fake
-//! server, temporary directories, and the two backends an informer runs on.
+//! server, the names in an informer's cache, temporary directories, and the two backends an
+//! informer runs on.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -8,8 +10,9 @@ use kcache_client_http::{
     ApiResource, Client, Config, HttpListerWatcher, KubeListerWatcher, Kubeconfig,
     KubeconfigOptions,
 };
+use kcache_informer::SharedIndexInformer;
 use kcache_reflector::ListerWatcher;
-use kcache_store::{Compact, Object};
+use kcache_store::{Compact, DynamicObject, Object};
 use kcache_testing_server::FakeApiServer;
 use serde::de::DeserializeOwned;
 
@@ -27,6 +30,16 @@ pub(crate) fn fake_pods() -> kcache_testing_server::ServedResource {
 pub(crate) fn config(server: &FakeApiServer) -> Config {
     let kc = Kubeconfig::from_yaml(&server.kubeconfig("ns")).unwrap();
     kc.config(&KubeconfigOptions::default()).unwrap()
+}
+
+/// The names of the objects in `informer`'s cache.
+pub(crate) fn names(informer: &SharedIndexInformer<DynamicObject>) -> BTreeSet<String> {
+    informer
+        .indexer()
+        .list()
+        .iter()
+        .filter_map(|o| o.metadata.name.clone())
+        .collect()
 }
 
 /// A temporary directory, removed when dropped.
