@@ -29,12 +29,6 @@ fn target(server: &FakeApiServer) -> String {
         .to_owned()
 }
 
-/// A port nothing listens on.
-async fn dead_port() -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    listener.local_addr().unwrap().port()
-}
-
 #[tokio::test]
 async fn lists_and_watches_through_a_connect_proxy_over_tls_and_http2() {
     let server = support::server(true, 3).await;
@@ -139,7 +133,8 @@ async fn proxy_credentials_are_sent_and_a_refusal_names_the_proxy() {
 #[tokio::test]
 async fn a_dead_proxy_is_an_error_and_never_a_direct_connection() {
     let server = support::server(true, 1).await;
-    let port = dead_port().await;
+    let refusing = kcache_testing_server::RefusingPort::new().unwrap();
+    let port = refusing.port();
     for scheme in ["http", "socks5"] {
         let url = format!("{scheme}://127.0.0.1:{port}");
         let e = list(through(support::config(&server), &url))
@@ -166,7 +161,8 @@ async fn a_dead_proxy_is_an_error_and_never_a_direct_connection() {
 
 #[tokio::test]
 async fn a_server_the_proxy_cannot_reach_is_an_error_naming_the_proxy() {
-    let port = dead_port().await;
+    let refusing = kcache_testing_server::RefusingPort::new().unwrap();
+    let port = refusing.port();
     for protocol in [ProxyProtocol::HttpConnect, ProxyProtocol::Socks5] {
         let proxy = FakeProxy::start(protocol).await.unwrap();
         let config = through(

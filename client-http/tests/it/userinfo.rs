@@ -192,9 +192,8 @@ async fn userinfo_set_on_the_field_by_hand_is_treated_alike() {
 
 #[tokio::test]
 async fn errors_of_a_server_with_userinfo_do_not_show_it() {
-    let dead = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = dead.local_addr().unwrap().port();
-    drop(dead);
+    let refusing = kcache_testing_server::RefusingPort::new().unwrap();
+    let port = refusing.port();
     let url = format!("http://{USER_ENCODED}:{PASSWORD_ENCODED}@127.0.0.1:{port}/prefix");
     let e = list(Client::new(Config::new(url.parse().unwrap())).unwrap())
         .await

@@ -22,6 +22,7 @@
 
 mod churn;
 mod fake_proxy;
+mod refusing_port;
 
 pub mod fake_api_server;
 pub mod scripted_server;
@@ -32,4 +33,5 @@ pub use self::fake_api_server::{
     ServedResource,
 };
 pub use self::fake_proxy::{FakeProxy, FakeProxyBuilder, ProxyProtocol};
+pub use self::refusing_port::RefusingPort;
 pub use self::scripted_server::{Reply, ScriptedRequest, ScriptedServer};

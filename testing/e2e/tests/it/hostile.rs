@@ -302,10 +302,8 @@ async fn an_event_over_the_size_limit_is_healed_by_a_relist(backend: Backend) {
 
 async fn a_closed_port_is_reported_with_its_cause_not_silently_retried(backend: Backend) {
     let (logs, _guard) = LogCapture::capture();
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let refusing = kcache_testing_server::RefusingPort::new().unwrap();
+    let port = refusing.port();
     let run = Running::start(
         backend,
         &format!("http://127.0.0.1:{port}"),

@@ -56,10 +56,8 @@ async fn eventually(limit: Duration, what: &str, mut cond: impl FnMut() -> bool)
 /// follows the last one, or the next round. client-go's five failures take at least 250 ms;
 /// so do kcache's.
 async fn refused_connections_wait_the_custom_backoff_between_all_attempts(backend: Backend) {
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let refusing = kcache_testing_server::RefusingPort::new().unwrap();
+    let port = refusing.port();
     let run = Running::start(
         backend,
         &format!("http://127.0.0.1:{port}"),
