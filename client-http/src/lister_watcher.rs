@@ -103,7 +103,7 @@ impl<T> HttpListerWatcherBuilder<T> {
 
     /// The kind of the resource's objects (`Pod`): a list must then be a `PodList`, and an
     /// object that carries another kind is refused as an undecodable one is. The typed
-    /// constructors ([`typed`](HttpListerWatcher::typed), `compact_typed`) set it; with
+    /// constructors (`typed`, `compact_typed`; feature `k8s-openapi`) set it; with
     /// [`builder`](HttpListerWatcher::builder) only the `apiVersion` is checked unless it is
     /// given. Set it before [`codec`](Self::codec), which hands it to the compact codec.
     pub fn kind(mut self, kind: &str) -> Self {

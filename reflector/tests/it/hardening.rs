@@ -370,3 +370,43 @@ async fn a_list_past_max_list_pages_fails() {
         ["the list did not end within 5 pages (the reflector's max_list_pages)"]
     );
 }
+
+/// The objects of all pages together are bounded by `max_list_objects`: a list whose pages
+/// bring more fails (nothing replaces the cache) and is retried after the backoff.
+#[tokio::test(start_paused = true)]
+async fn a_paginated_list_past_max_list_objects_fails() {
+    let lw = Arc::new(Scripted {
+        page: |n: usize, _: &ListOptions| {
+            let mut page =
+                ObjectList::new(vec![pod(&format!("p{n}a")), pod(&format!("p{n}b"))], "9");
+            page.continue_token = Some(format!("t{n}"));
+            page
+        },
+        lists: AtomicUsize::new(0),
+    });
+    let cache = Arc::new(Cache::<DynamicObject>::new());
+    let errors = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let e = Arc::clone(&errors);
+    let reflector = Reflector::builder(lw.clone(), cache.clone())
+        .seed(7)
+        .use_watch_list(false)
+        .max_list_objects(5)
+        .watch_error_handler(move |err| e.lock().unwrap().push(err.to_string()))
+        .build();
+    drive(&reflector, sleep_secs(1)).await;
+    assert!(cache.is_empty());
+    // Pages of 2: the third page takes each attempt to 6 objects.
+    let errors = errors.lock().unwrap().clone();
+    assert!(!errors.is_empty());
+    let lists = lw.lists.load(Ordering::SeqCst);
+    assert!(
+        (3 * errors.len()..3 * errors.len() + 3).contains(&lists),
+        "{lists} lists"
+    );
+    for e in errors {
+        assert_eq!(
+            e,
+            "the list brought more than 5 objects (the reflector's max_list_objects)"
+        );
+    }
+}
