@@ -30,6 +30,8 @@ pub(crate) struct ArrayCounts {
     /// Open containers while scanning: an index into `counts` for an array, `OBJECT` for an
     /// object.
     stack: Vec<u32>,
+    /// The deepest nesting the last scan saw.
+    deepest: usize,
 }
 
 /// A `stack` entry for an object.
@@ -41,6 +43,7 @@ impl ArrayCounts {
     pub(crate) fn scan(&mut self, json: &[u8]) -> bool {
         self.counts.clear();
         self.stack.clear();
+        self.deepest = 0;
         let n = json.len();
         let mut i = 0;
         while i < n {
@@ -62,8 +65,12 @@ impl ArrayCounts {
                     self.counts
                         .push(u32::from(first.is_some_and(|c| *c != b']')));
                     self.stack.push(index);
+                    self.deepest = self.deepest.max(self.stack.len());
                 }
-                b'{' => self.stack.push(OBJECT),
+                b'{' => {
+                    self.stack.push(OBJECT);
+                    self.deepest = self.deepest.max(self.stack.len());
+                }
                 b']' | b'}' if self.stack.pop().is_none() => return false,
                 b',' => {
                     if let Some(&top) = self.stack.last()
@@ -77,6 +84,12 @@ impl ArrayCounts {
             }
         }
         self.stack.is_empty()
+    }
+
+    /// The deepest nesting of arrays and objects the last [`scan`](Self::scan) saw (of a text
+    /// it accepted: the whole text's).
+    pub(crate) fn deepest(&self) -> usize {
+        self.deepest
     }
 
     /// Decodes a `T` from `json` (the text [`scan`](Self::scan) counted) with its vectors sized

@@ -205,13 +205,21 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
             return decode_event(objects, line);
         }
         // The object is one level inside the event. A type that ignores the deep part would
-        // decode it; every object deeper than the limit is refused alike.
-        if nesting_exceeds(line, MAX_NESTING + 1) {
+        // decode it; every object deeper than the limit is refused alike. The capacity scan,
+        // when on, measures the depth on its way; otherwise a counting scan does.
+        let scanned = exact.map(|counts| (counts.scan(line), counts));
+        let too_deep_line = match &scanned {
+            Some((true, counts)) => counts.deepest() > MAX_NESTING + 1,
+            _ => nesting_exceeds(line, MAX_NESTING + 1),
+        };
+        if too_deep_line {
             return Err(Error::decode(too_deep(DecodeError::of_watch_event::<T>(
                 line,
             ))));
         }
-        if let Some(event) = Self::decode_exact(skip_managed_fields, exact, line) {
+        if let Some((true, counts)) = scanned
+            && let Some(event) = Self::decode_exact(skip_managed_fields, counts, line)
+        {
             return Ok(event);
         }
         if skip_managed_fields {
@@ -221,18 +229,14 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
         }
     }
 
-    /// The exact-capacity decode of `line`; `None` when off or when it fails (the plain decode
-    /// then gives the error, with `serde_json`'s position).
+    /// The exact-capacity decode of `line`, whose arrays `counts` has just counted; `None`
+    /// when it fails (the plain decode then gives the error, with `serde_json`'s position).
     fn decode_exact(
         skip_managed_fields: bool,
-        counts: Option<&mut ArrayCounts>,
+        counts: &mut ArrayCounts,
         line: &[u8],
     ) -> Option<WatchEvent<T>> {
-        let counts = counts?;
         let text = std::str::from_utf8(line).ok()?;
-        if !counts.scan(line) {
-            return None;
-        }
         if skip_managed_fields {
             counts
                 .decode::<WatchEvent<SkipManagedFields<T>>>(text)
@@ -514,10 +518,21 @@ mod tests {
     #[test]
     fn an_object_nested_past_the_limit_is_refused_alike_by_every_type() {
         use k8s_openapi::api::core::v1::Pod;
+        /// The events of `line`, decoded with exact capacities (whose scan measures the depth)
+        /// and without (a scan of its own does); both must agree.
         fn events<T: DeserializeOwned>(line: &str) -> Vec<Result<WatchEvent<T>, Error>> {
-            let mut d = WatchDecoder::<T>::new();
-            d.push(Bytes::from(line.to_owned()));
-            std::iter::from_fn(|| d.next_event()).collect()
+            let mut all = Vec::new();
+            for exact in [true, false] {
+                let mut d = WatchDecoder::<T>::new().exact_capacities(exact);
+                d.push(Bytes::from(line.to_owned()));
+                all.push(std::iter::from_fn(|| d.next_event()).collect::<Vec<_>>());
+            }
+            let kinds: Vec<Vec<bool>> = all
+                .iter()
+                .map(|events| events.iter().map(Result::is_ok).collect())
+                .collect();
+            assert_eq!(kinds[0], kinds[1], "exact and plain decodes agree");
+            all.swap_remove(0)
         }
         // `spec` and `x` are two levels: the object nests `2 + arrays`.
         let at = nested_event("ok", MAX_NESTING - 2);

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::Compact;
 use super::meta::{read_meta, without_managed_fields_slow, without_member};
-use crate::ExpectedType;
+use crate::{ExpectedType, MAX_NESTING, nesting_exceeds};
 
 /// The most of a dictionary LZ4 can refer back to (its window): 64 KiB.
 const MAX_DICTIONARY: usize = 64 * 1024;
@@ -233,6 +233,13 @@ impl CompactCodec {
             _ => None,
         };
         let text = stripped.as_deref().unwrap_or(json);
+        // The rest was skipped without a depth limit; `typed` would stop at serde_json's. Only
+        // what is kept is scanned (dropped managedFields cannot trouble a later decode).
+        if nesting_exceeds(text.as_bytes(), MAX_NESTING) {
+            return Err(serde::de::Error::custom(format_args!(
+                "the object nests deeper than {MAX_NESTING} levels"
+            )));
+        }
         let dictionary = if self.learn {
             Some(
                 self.dictionary

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::{ExpectedType, MAX_NESTING, OwnerReference, nesting_exceeds};
+use crate::{ExpectedType, OwnerReference};
 
 /// What keys, selectors, indexes and handlers read without a full decode: the fields behind
 /// [`Object`](crate::Object).
@@ -86,8 +86,8 @@ struct WireMeta<'a> {
 }
 
 /// The metadata of the object in `json`, and the byte range of its `managedFields` value
-/// (`None` when it has none), for an object of the `expected` type nested at most
-/// [`MAX_NESTING`] levels, as a typed decode would find it.
+/// (`None` when it has none), for an object of the `expected` type, as a typed decode would
+/// find it.
 pub(crate) fn read_meta(
     json: &str,
     expected: &ExpectedType,
@@ -102,12 +102,6 @@ pub(crate) fn read_meta(
     expected
         .check_object(top.api_version.as_deref(), top.kind.as_deref())
         .map_err(serde::de::Error::custom)?;
-    // The rest was skipped without a depth limit; `typed` would stop at serde_json's.
-    if nesting_exceeds(json.as_bytes(), MAX_NESTING) {
-        return Err(serde::de::Error::custom(format_args!(
-            "the object nests deeper than {MAX_NESTING} levels"
-        )));
-    }
     let Some(OnlyMap(wire)) = top.metadata else {
         return Ok((CompactMeta::default(), None));
     };
