@@ -586,7 +586,7 @@ async fn a_list_body_over_max_list_bytes_fails_without_being_buffered(backend: B
 /// land on a 60 s request timeout in the middle of an exchange. With this one pending at all
 /// times, no jump is longer than 5 ms, and a 30 s sleep takes 6,000 steps (a fraction of a
 /// real second).
-fn metronome() -> tokio::task::JoinHandle<()> {
+pub(crate) fn metronome() -> tokio::task::JoinHandle<()> {
     tokio::spawn(async {
         loop {
             tokio::time::sleep(Duration::from_millis(5)).await;

@@ -20,6 +20,7 @@ use kcache_testing_server::scripted_server::{
     watch_line,
 };
 
+use crate::hostile::metronome;
 use crate::hostile_support::{Limits, Pod, Running, State, pod, state};
 use crate::support::Backend;
 
@@ -178,16 +179,6 @@ async fn until(what: &str, cond: impl Fn() -> bool) {
         assert!(std::time::Instant::now() < deadline, "{what}: not in 60 s");
         tokio::task::yield_now().await;
     }
-}
-
-/// Keeps tokio's paused clock moving in steps of 5 ms while the runtime waits for loopback
-/// sockets, so that no jump lands on a request timeout (as in the hostile-server tests).
-fn metronome() -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async {
-        loop {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
 }
 
 /// Events a flood sends a blocked handler: past the 1024 at which it is reported as falling
