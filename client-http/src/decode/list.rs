@@ -383,9 +383,8 @@ impl<'a, T: DeserializeOwned + Object> ListDecoder<'a, T> {
             return;
         }
         let text = text.trim_ascii();
-        // Known from the scan (or, for items found at the end, scanned now): refused before
-        // any decode, whatever the type would make of it.
-        if std::mem::take(&mut self.too_deep) || nesting_exceeds(text, MAX_NESTING) {
+        // Known from the scan: refused before any decode, whatever the type would make of it.
+        if std::mem::take(&mut self.too_deep) {
             self.skipped.push(too_deep(DecodeError::of_object::<T>(
                 format!("list item {i}"),
                 &String::from_utf8_lossy(text),
@@ -456,6 +455,8 @@ impl<'a, T: DeserializeOwned + Object> ListDecoder<'a, T> {
         let items: Option<Vec<&RawValue>> = serde_json::from_str(items.get())
             .map_err(|_| malformed("its `items` is not an array"))?;
         for item in items.unwrap_or_default() {
+            // Not scanned on the way: measured here.
+            self.too_deep = nesting_exceeds(item.get().as_bytes(), MAX_NESTING);
             self.decode_item(item.get().as_bytes());
         }
         if self.index > self.max_objects {
