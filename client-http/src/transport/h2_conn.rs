@@ -194,6 +194,20 @@ impl SendError {
     }
 }
 
+/// A failure to open a stream: the connection's (gone away, broken, reset: it takes no more
+/// streams and the request is sent again elsewhere) or the request's own (a header h2 refuses,
+/// say: no other connection would take it, and this one is fine).
+fn connection_failed(error: h2::Error) -> SendError {
+    if error.is_go_away() || error.is_io() || error.reason().is_some() {
+        SendError::Unsent {
+            retire: true,
+            error,
+        }
+    } else {
+        SendError::Failed(Box::new(error))
+    }
+}
+
 /// Sends `request` on the connection of `send` and waits for the response head. The response
 /// body holds `lease` until it ends, fails or is dropped (so does an error, by dropping it).
 pub(crate) async fn send<L>(
@@ -204,12 +218,11 @@ pub(crate) async fn send<L>(
 where
     L: Send + Unpin + 'static,
 {
-    let unsent = |retire| move |error| SendError::Unsent { retire, error };
-    let mut send = send.ready().await.map_err(unsent(true))?;
+    let mut send = send.ready().await.map_err(connection_failed)?;
     let body = request.body().clone();
     let (response, mut body_tx) = send
         .send_request(head(request), body.is_empty())
-        .map_err(unsent(true))?;
+        .map_err(connection_failed)?;
     if !body.is_empty() {
         // Request bodies are small and already in memory: h2 sends them as the windows allow.
         body_tx

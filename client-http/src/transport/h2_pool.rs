@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use h2::client::SendRequest;
+use http::uri::{Authority, Scheme};
 use http::{Request, Response, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::Connection;
@@ -69,7 +70,8 @@ pub(crate) enum Sent {
 pub(crate) struct Pool {
     connector: HttpsConnector<ProxyConnector>,
     limits: Limits,
-    routes: Mutex<HashMap<String, Arc<Route>>>,
+    /// By scheme and authority (cheap to clone: no string is built per request).
+    routes: Mutex<HashMap<(Scheme, Authority), Arc<Route>>>,
 }
 
 impl Pool {
@@ -124,23 +126,25 @@ impl Pool {
         let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
             return Err(format!("not an absolute URL: {uri}").into());
         };
+        let key = (scheme.clone(), authority.clone());
+        let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(route) = routes.get(&key) {
+            return Ok(Arc::clone(route));
+        }
         let origin = Uri::builder()
             .scheme(scheme.clone())
             .authority(authority.clone())
             .path_and_query("/")
             .build()?;
-        let server = format!("{scheme}://{authority}");
-        let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
-        let route = routes.entry(server.clone()).or_insert_with(|| {
-            Arc::new(Route {
-                server,
-                origin,
-                limits: self.limits,
-                state: Mutex::default(),
-                changed: Notify::new(),
-            })
+        let route = Arc::new(Route {
+            server: format!("{scheme}://{authority}"),
+            origin,
+            limits: self.limits,
+            state: Mutex::default(),
+            changed: Notify::new(),
         });
-        Ok(Arc::clone(route))
+        routes.insert(key, Arc::clone(&route));
+        Ok(route)
     }
 
     /// Opens a connection to `route`'s server: TCP (through the proxy, if any), TLS, and for
@@ -194,6 +198,36 @@ struct RouteState {
     /// The server answered ALPN with HTTP/1.1.
     http1: bool,
     next_id: u64,
+    /// The last connection that could not be opened, and why: what the requests that waited
+    /// for it are told (rather than a stream wait that was never one).
+    failed_dial: Option<FailedDial>,
+}
+
+/// A connection that could not be opened: its cause as one line, and the kind of its I/O error
+/// (so that a refused connection still reads as one to the requests that waited for it).
+struct FailedDial {
+    id: u64,
+    kind: std::io::ErrorKind,
+    why: String,
+}
+
+impl FailedDial {
+    fn new(id: u64, error: &(dyn std::error::Error + 'static)) -> Self {
+        let mut kind = std::io::ErrorKind::Other;
+        let mut next = Some(error);
+        while let Some(e) = next {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                kind = io.kind();
+                break;
+            }
+            next = e.source();
+        }
+        Self {
+            id,
+            kind,
+            why: kcache_reflector::ErrorChain(error).to_string(),
+        }
+    }
 }
 
 struct Conn {
@@ -217,7 +251,12 @@ enum Step {
     Take(SendRequest<Bytes>, Lease),
     Http1,
     Dial(u64),
-    Wait { connections: usize, streams: usize },
+    /// Every connection is full, or one is being opened (`dialing`, its id).
+    Wait {
+        connections: usize,
+        streams: usize,
+        dialing: Option<u64>,
+    },
 }
 
 impl Route {
@@ -230,20 +269,45 @@ impl Route {
     async fn acquire(self: &Arc<Self>, pool: &Pool) -> Result<Acquired, BoxError> {
         let started = Instant::now();
         let deadline = started + self.limits.stream_wait;
+        // The connection being opened that this request waits for, if any.
+        let mut awaited_dial = None;
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
+            if let Some(id) = awaited_dial
+                && let Some(failed) = &self.state().failed_dial
+                && failed.id == id
+            {
+                // The connection this request waited for could not be opened: its cause.
+                return Err(Box::new(std::io::Error::new(
+                    failed.kind,
+                    format!("no connection to {}: {}", self.server, failed.why),
+                )));
+            }
             match self.step() {
                 Step::Take(send, lease) => return Ok(Acquired::Stream(send, lease)),
                 Step::Http1 => return Ok(Acquired::Http1),
                 Step::Dial(id) => {
                     let _dialing = Dialing(self);
-                    return self.dial(pool, id).await;
+                    let dialed = self.dial(pool, id).await;
+                    if let Err(e) = &dialed {
+                        self.state().failed_dial = Some(FailedDial::new(id, &**e));
+                    }
+                    return dialed;
+                }
+                Step::Wait {
+                    dialing: Some(id), ..
+                } => {
+                    // Opening a connection is bounded by the connect timeout: wait for it
+                    // without counting against the stream wait.
+                    awaited_dial = Some(id);
+                    let _ = tokio::time::timeout(RECHECK, notified).await;
                 }
                 Step::Wait {
                     connections,
                     streams,
+                    dialing: None,
                 } => {
                     let now = Instant::now();
                     if now >= deadline {
@@ -284,6 +348,7 @@ impl Route {
         Step::Wait {
             connections: state.connections.len(),
             streams: state.connections.iter().map(|c| c.streams).sum(),
+            dialing: state.dialing.then_some(state.next_id),
         }
     }
 

@@ -208,3 +208,34 @@ async fn a_tls_server_without_http2_is_spoken_to_in_http1() {
     let versions: Vec<_> = server.requests().into_iter().map(|r| r.version).collect();
     assert_eq!(versions, ["HTTP/1.1"; 4]);
 }
+
+/// Requests that find a connection being opened wait for it; when it cannot be opened, each
+/// of them is told why (the refused connection), never that it waited for a stream.
+#[tokio::test]
+async fn requests_waiting_for_a_connection_that_fails_are_told_its_cause() {
+    let refusing = kcache_testing_server::RefusingPort::new().unwrap();
+    let mut config = Config::new(
+        format!("https://127.0.0.1:{}", refusing.port())
+            .parse()
+            .unwrap(),
+    );
+    config.list_timeout = LIST_TIMEOUT;
+    let lw = HttpListerWatcher::<DynamicObject>::dynamic(Client::new(config).unwrap(), pods());
+    let opts = ListOptions::default();
+    let started = Instant::now();
+    let lists = (0..5).map(|_| lw.list(&opts));
+    let errors: Vec<Error> = futures_util::future::join_all(lists)
+        .await
+        .into_iter()
+        .map(Result::unwrap_err)
+        .collect();
+    assert!(started.elapsed() < NO_HANG, "{:?}", started.elapsed());
+    let errors: Vec<(bool, String)> = errors
+        .iter()
+        .map(|e| (e.is_connection_refused(), support_chain(e)))
+        .collect();
+    for (refused, e) in &errors {
+        assert!(*refused && e.contains("refused"), "{errors:?}");
+        assert!(!e.contains("allows"), "not a stream wait: {errors:?}");
+    }
+}
