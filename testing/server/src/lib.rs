@@ -30,7 +30,7 @@ pub mod scripted_server;
 pub use self::churn::{Churn, ChurnStats};
 pub use self::fake_api_server::{
     ClientCertificate, FakeApiError, FakeApiServer, FakeApiServerBuilder, PatchType, Preconditions,
-    ServedResource,
+    ServedResource, WatchFrames,
 };
 pub use self::fake_proxy::{FakeProxy, FakeProxyBuilder, ProxyProtocol};
 pub use self::refusing_port::RefusingPort;

@@ -124,6 +124,7 @@ mod table;
 mod tls;
 pub(crate) mod util;
 mod watch;
+mod watch_frames;
 mod write_options;
 
 use std::convert::Infallible;
@@ -150,6 +151,7 @@ pub use self::served_resource::ServedResource;
 pub use self::state::RequestRecord;
 pub use self::tls::ClientCertificate;
 pub use self::watch::INITIAL_EVENTS_END;
+pub use self::watch_frames::WatchFrames;
 
 use self::state::{Config, Shared};
 use self::status::{ApiError, ErrorBody};
@@ -285,6 +287,13 @@ impl FakeApiServerBuilder {
     #[must_use]
     pub fn watcher_buffer(mut self, events: usize) -> Self {
         self.config.watcher_buffer = events;
+        self
+    }
+
+    /// How watch streams are cut into writes (default [`WatchFrames::Lines`] of 64 KiB).
+    #[must_use]
+    pub fn watch_frames(mut self, frames: WatchFrames) -> Self {
+        self.config.watch_frames = frames;
         self
     }
 
@@ -641,6 +650,26 @@ impl FakeApiServer {
     /// serve the latest again.
     pub fn set_stale_rv0(&self, rv: Option<u64>) {
         self.shared.lock().stale_rv0 = rv;
+    }
+
+    /// Serves the latest state as it was at `rv`, with every later change queued behind it, as
+    /// a busy kube-apiserver does when the cluster changed during a long list; `None` serves the
+    /// latest again.
+    ///
+    /// A list of the latest state (no `resourceVersion`, or `0` without
+    /// [`set_stale_rv0`](Self::set_stale_rv0)), each of its pages, and the initial events of a
+    /// watch-list are the objects at `rv`, at resource version `rv`. A watch from `rv` (the one
+    /// after such a list) and a watch-list after its initial-events bookmark then replay every
+    /// change since `rv` from the history before going live. Benchmarks use it to time a sync
+    /// with updates already waiting behind it, without the cost of the writes during the sync.
+    ///
+    /// # Errors
+    ///
+    /// The compacted resource version, if the history no longer reaches back to `rv` (make it
+    /// long enough with [`history_limit`](FakeApiServerBuilder::history_limit)). A later
+    /// compaction past `rv` serves the latest again.
+    pub fn set_latest_as_of(&self, rv: Option<u64>) -> Result<(), u64> {
+        self.shared.lock().set_latest_as_of(rv)
     }
 
     /// The open watches on `resource`.

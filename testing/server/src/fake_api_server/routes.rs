@@ -484,7 +484,10 @@ async fn list(
             .map_err(|current| ApiError::too_large(n, current))?;
     }
     let mut state = shared.lock();
-    let list_rv = snapshot_rv.unwrap_or(state.rv);
+    // A read of the latest state (no RV, or RV 0 without a stale snapshot) is of the state
+    // `set_latest_as_of` holds, if any.
+    let latest = state.latest_as_of.filter(|_| rv_num.is_none_or(|n| n == 0));
+    let list_rv = snapshot_rv.or(latest).unwrap_or(state.rv);
     let objects = state
         .snapshot(&target.id, list_rv)?
         .ok_or_else(ApiError::list_too_old)?;

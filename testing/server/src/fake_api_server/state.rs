@@ -44,6 +44,7 @@ pub(crate) struct Config {
     /// The `SETTINGS_MAX_CONCURRENT_STREAMS` of each HTTP/2 connection.
     pub(crate) http2_max_concurrent_streams: u32,
     pub(crate) request_log_limit: usize,
+    pub(crate) watch_frames: super::WatchFrames,
 }
 
 impl Default for Config {
@@ -61,6 +62,7 @@ impl Default for Config {
             max_connections: 512,
             http2_max_concurrent_streams: 1000,
             request_log_limit: 10_000,
+            watch_frames: super::WatchFrames::default(),
         }
     }
 }
@@ -109,6 +111,9 @@ pub(crate) struct ResourceState {
     pub(crate) watchers: Vec<mpsc::Sender<Arc<Event>>>,
     /// `remainingItemCount`s of recent list pages.
     pub(crate) remaining: RemainingCounts,
+    /// The objects at [`State::latest_as_of`], made once when it is set (every page of a list
+    /// and every watch-list reads them).
+    pub(crate) as_of: Option<(u64, Arc<Objects>)>,
 }
 
 /// One logged request.
@@ -156,6 +161,9 @@ pub(crate) struct State {
     pub(crate) token_floor: u64,
     /// Serve `resourceVersion=0` reads from this older RV (HA time travel).
     pub(crate) stale_rv0: Option<u64>,
+    /// Serve reads of the latest state as the state at this RV, with every later change
+    /// queued behind it (see `FakeApiServer::set_latest_as_of`).
+    pub(crate) latest_as_of: Option<u64>,
     pub(crate) rng: fastrand::Rng,
     pub(crate) log: VecDeque<RequestRecord>,
     /// Resources registered so far: the `OpenAPI` documents below describe those of this count.
@@ -198,6 +206,7 @@ impl Shared {
             undecodable: Vec::new(),
             token_floor: 0,
             stale_rv0: None,
+            latest_as_of: None,
             rng: fastrand::Rng::with_seed(seed),
             log: VecDeque::new(),
             registrations: 0,
@@ -288,6 +297,7 @@ impl State {
                 compacted_rv: 0,
                 watchers: Vec::new(),
                 remaining: RemainingCounts::default(),
+                as_of: None,
             });
             self.registrations += 1;
             self.openapi = None;
@@ -684,6 +694,11 @@ impl State {
         if rs.history.back().is_none_or(|e| e.rv <= rv) && rv >= rs.compacted_rv {
             return Ok(Some(Cow::Borrowed(&rs.objects)));
         }
+        if let Some((at, objects)) = &rs.as_of
+            && *at == rv
+        {
+            return Ok(Some(Cow::Borrowed(objects)));
+        }
         if rv < rs.compacted_rv {
             return Ok(None);
         }
@@ -709,12 +724,20 @@ impl State {
         from: Option<u64>,
         buffer: usize,
     ) -> Result<Result<WatchSetup, u64>, ApiError> {
-        let current = self.rv;
+        let current = self.latest_as_of.unwrap_or(self.rv);
         let rs = self.resource_mut(id)?;
-        let (initial, replay) = match from {
-            None => (rs.objects.values().cloned().collect(), Vec::new()),
-            Some(n) if n < rs.compacted_rv => return Ok(Err(rs.compacted_rv)),
-            Some(n) => (
+        let (initial, replay) = match (from, &rs.as_of) {
+            (None, Some((at, objects))) if *at == current => (
+                objects.values().cloned().collect(),
+                rs.history
+                    .iter()
+                    .skip_while(|e| e.rv <= current)
+                    .cloned()
+                    .collect(),
+            ),
+            (None, _) => (rs.objects.values().cloned().collect(), Vec::new()),
+            (Some(n), _) if n < rs.compacted_rv => return Ok(Err(rs.compacted_rv)),
+            (Some(n), _) => (
                 Vec::new(),
                 rs.history
                     .iter()
@@ -734,9 +757,42 @@ impl State {
         }))
     }
 
+    /// Serves the latest state as the state at `rv` (see `FakeApiServer::set_latest_as_of`),
+    /// or the latest again with `None`. Err(compacted) when `rv` is older than a history.
+    pub(crate) fn set_latest_as_of(&mut self, rv: Option<u64>) -> Result<(), u64> {
+        let Some(rv) = rv.map(|rv| rv.min(self.rv)) else {
+            self.latest_as_of = None;
+            for rs in self.resources.values_mut() {
+                rs.as_of = None;
+            }
+            return Ok(());
+        };
+        let mut frozen = Vec::with_capacity(self.resources.len());
+        for (id, rs) in &self.resources {
+            match self.snapshot(id, rv) {
+                Ok(Some(objects)) => frozen.push((id.clone(), Arc::new(objects.into_owned()))),
+                _ => return Err(rs.compacted_rv),
+            }
+        }
+        for (id, objects) in frozen {
+            if let Some(rs) = self.resources.get_mut(&id) {
+                rs.as_of = Some((rv, objects));
+            }
+        }
+        self.latest_as_of = Some(rv);
+        Ok(())
+    }
+
     /// Drops every event up to `rv` from every history: older resumes and tokens get 410.
     pub(crate) fn compact(&mut self, rv: u64) {
         let rv = rv.min(self.rv);
+        if self.latest_as_of.is_some_and(|at| at < rv) {
+            // The changes queued behind it are gone: serve the latest again.
+            self.latest_as_of = None;
+            for rs in self.resources.values_mut() {
+                rs.as_of = None;
+            }
+        }
         for rs in self.resources.values_mut() {
             while rs.history.front().is_some_and(|e| e.rv <= rv) {
                 rs.history.pop_front();

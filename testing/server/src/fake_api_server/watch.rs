@@ -1,9 +1,10 @@
 //! Watch streams: one task per watch writes newline-delimited JSON events into the response body.
 //!
 //! Events that are ready together (the initial events of a watch-list, a history replay, a burst
-//! of queued changes) go out in frames of several lines, up to [`BATCH_BYTES`], instead of one
+//! of queued changes) go out in frames of several lines, up to 64 KiB by default, instead of one
 //! channel message, HTTP chunk and write each; a line is never split across frames, and the
-//! frame is sent before the task waits for anything. While a watch fault that counts events is
+//! frame is sent before the task waits for anything. [`WatchFrames`] chooses other cuts: one
+//! event per frame, or frames of a fixed size that cut lines anywhere. While a watch fault that counts events is
 //! armed ([`FaultKind::DropAfter`], [`FaultKind::Slow`], ...), each event is its own frame, as the
 //! fault needs.
 
@@ -25,13 +26,10 @@ use super::state::{Event, EventType, Shared, wait_for_rv};
 use super::status::ApiError;
 use super::stored::Stored;
 use super::table::Printer;
+use super::watch_frames::WatchFrames;
 
 /// Chunks buffered between a watch task and hyper.
 const BODY_BUFFER: usize = 16;
-
-/// A frame of batched lines is sent once it holds this many bytes (or sooner, when nothing else
-/// is ready).
-const BATCH_BYTES: usize = 64 * 1024;
 
 /// Queued events taken at most after one received, before the task checks its timers, the
 /// client and the server again.
@@ -106,7 +104,10 @@ async fn plan(shared: &Shared, p: &mut ListParams) -> Result<Start, ApiError> {
             "resourceVersionMatch",
             "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
         )),
-        Some(false) if rv.is_none_or(|n| n == 0) => Ok(Start::Exact(shared.lock().rv)),
+        Some(false) if rv.is_none_or(|n| n == 0) => {
+            let state = shared.lock();
+            Ok(Start::Exact(state.latest_as_of.unwrap_or(state.rv)))
+        }
         _ if p.rv_match.is_some() => Err(ApiError::invalid_list_options(
             "resourceVersionMatch",
             "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
@@ -285,7 +286,7 @@ impl Producer {
                         let mut more = DRAIN_EVENTS;
                         while more > 0
                             && self.batching()
-                            && self.batch.len() < BATCH_BYTES
+                            && self.batch.len() < self.frames().limit()
                             && !paused_rx.has_changed().unwrap_or(true)
                         {
                             let Ok(event) = rx.try_recv() else { break };
@@ -464,26 +465,57 @@ impl Producer {
     /// events or paces them is armed, so that each event is its own frame then, as before
     /// batching (the drop after N events waits for exactly N to be written out).
     fn batching(&self) -> bool {
-        self.fault.is_none() || self.fault_fired
+        self.frames().batches() && (self.fault.is_none() || self.fault_fired)
+    }
+
+    fn frames(&self) -> WatchFrames {
+        self.shared.config.watch_frames
     }
 
     /// Appends bytes (whole lines, or the fault's half line) with `write`, then sends the batch
     /// if it is full or batching is off. The caller [`flush`](Self::flush)es before waiting.
     async fn write(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> Result<(), Stop> {
         write(&mut self.batch);
-        if !self.batching() || self.batch.len() >= BATCH_BYTES {
+        if !self.batching() {
+            return self.flush().await;
+        }
+        let limit = self.frames().limit();
+        if let WatchFrames::Split(_) = self.frames() {
+            // Whole frames of `limit` bytes go now; the rest waits for more.
+            while self.batch.len() >= limit {
+                let rest = self.batch.split_off(limit);
+                let frame = std::mem::replace(&mut self.batch, rest);
+                self.tx
+                    .send(Ok(Bytes::from(frame)))
+                    .await
+                    .map_err(|_| Stop)?;
+            }
+        } else if self.batch.len() >= limit {
             self.flush().await?;
         }
         Ok(())
     }
 
-    /// Sends the batched lines, if any, as one frame.
+    /// Sends the batched bytes, if any: as one frame, or as frames of the split size.
     async fn flush(&mut self) -> Result<(), Stop> {
         if self.batch.is_empty() {
             return Ok(());
         }
-        let frame = std::mem::take(&mut self.batch);
-        self.tx.send(Ok(Bytes::from(frame))).await.map_err(|_| Stop)
+        let frame = Bytes::from(std::mem::take(&mut self.batch));
+        if let WatchFrames::Split(n) = self.frames() {
+            let n = n.max(1);
+            let mut at = 0;
+            while at < frame.len() {
+                let end = (at + n).min(frame.len());
+                self.tx
+                    .send(Ok(frame.slice(at..end)))
+                    .await
+                    .map_err(|_| Stop)?;
+                at = end;
+            }
+            return Ok(());
+        }
+        self.tx.send(Ok(frame)).await.map_err(|_| Stop)
     }
 
     async fn check_fault(&mut self) -> Result<(), Stop> {

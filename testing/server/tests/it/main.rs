@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, reason = "tests")]
 
 mod fake_api_server;
+mod fake_api_server_backlog;
 mod fake_api_server_client;
 mod fake_api_server_faults;
 mod fake_api_server_kubectl;
