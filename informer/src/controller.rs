@@ -96,10 +96,22 @@ pub struct Controller<T: Object> {
     replaced: Arc<Notify>,
     /// The rate limit of "the cache refused a change", which can repeat with every batch.
     refused: LogLimiter,
+    /// Set once the queue's initial items have been processed; the reflector waits for it
+    /// after its first list (see [`FIRST_SYNC_WAIT`]).
+    synced: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 /// The most items one pop hands over (queues that cannot batch hand over one).
 const POP_BATCH: usize = 256;
+
+/// How long the reflector waits, after its first list, for the process loop to take the listed
+/// items before it reads the watch behind them. Changes the server queued behind the initial
+/// state then never delay the sync: without the wait, decoding them and taking the listed
+/// items share the reflector's task (or its core), and the sync ends only once the decoder
+/// lets the process loop catch up. Taking the items costs microseconds each, so the wait ends
+/// long before this bound; the bound keeps a process function that blocks (or a controller
+/// whose process loop is not run) from holding the watch unread.
+pub const FIRST_SYNC_WAIT: Duration = Duration::from_secs(5);
 
 impl<T: Object> Controller<T> {
     /// Builds the controller and its reflector.
@@ -121,6 +133,17 @@ impl<T: Object> Controller<T> {
         if let Some(t) = config.transform {
             builder = builder.transform(move |o| t(o));
         }
+        let synced = Arc::new(tokio::sync::watch::Sender::new(false));
+        {
+            // Only the first list waits; later ones find the controller synced.
+            let synced = Arc::clone(&synced);
+            builder = builder.after_list(move || {
+                let mut rx = synced.subscribe();
+                Box::pin(async move {
+                    let _ = tokio::time::timeout(FIRST_SYNC_WAIT, rx.wait_for(|s| *s)).await;
+                })
+            });
+        }
         if let Some(f) = config.reflector_options {
             builder = f(builder);
         }
@@ -132,6 +155,7 @@ impl<T: Object> Controller<T> {
             after_batch: config.after_batch,
             replaced,
             refused: LogLimiter::new(),
+            synced,
         }
     }
 
@@ -194,6 +218,7 @@ impl<T: Object> Controller<T> {
                 replaced.as_mut().enable();
                 if self.queue.has_synced() {
                     synced = true;
+                    self.synced.send_replace(true);
                     if let Some(f) = &self.on_synced {
                         f();
                     }

@@ -91,7 +91,9 @@ mod stream;
 mod sync_signal;
 mod transform;
 
-pub use self::controller::{Controller, ControllerConfig, ProcessDeltasFn, ReflectorOptionsFn};
+pub use self::controller::{
+    Controller, ControllerConfig, FIRST_SYNC_WAIT, ProcessDeltasFn, ReflectorOptionsFn,
+};
 pub use self::error::{Error, Result};
 pub use self::event::Event;
 pub use self::factory::InformerFactory;

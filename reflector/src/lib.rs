@@ -82,7 +82,7 @@ pub use self::log_limit::{LOG_BURST, LOG_WINDOW, LogLimiter, LogPermit};
 pub use self::object_list::{ListMeta, ObjectList};
 pub use self::options::{ListOptions, ResourceVersionMatch, query};
 pub use self::reflector::{
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES, DEFAULT_PAGE_SIZE,
+    AfterListFn, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES, DEFAULT_PAGE_SIZE,
     DEFAULT_WATCH_LIST_ATTEMPTS, MIN_WATCH_TIMEOUT, Reflector, ReflectorBuilder, ShouldResyncFn,
     TransformFn,
 };

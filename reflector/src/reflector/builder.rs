@@ -8,7 +8,8 @@ use kcache_store::{Object, Store};
 
 use super::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES,
-    DEFAULT_WATCH_LIST_ATTEMPTS, MIN_WATCH_TIMEOUT, Reflector, ShouldResyncFn, State, TransformFn,
+    AfterListFn, DEFAULT_WATCH_LIST_ATTEMPTS, MIN_WATCH_TIMEOUT, Reflector, ShouldResyncFn, State,
+    TransformFn,
 };
 use crate::metrics::ReflectorMetrics;
 use crate::report::{ErrorHook, Reporter};
@@ -37,6 +38,7 @@ impl<T: Object> Reflector<T> {
             max_internal_error_retry: Duration::ZERO,
             base: ListOptions::default(),
             transform: None,
+            after_list: None,
         }
     }
 }
@@ -63,6 +65,7 @@ pub struct ReflectorBuilder<T: Object> {
     max_internal_error_retry: Duration,
     base: ListOptions,
     transform: Option<TransformFn<T>>,
+    after_list: Option<AfterListFn>,
 }
 
 impl<T: Object> ReflectorBuilder<T> {
@@ -203,6 +206,22 @@ impl<T: Object> ReflectorBuilder<T> {
         self
     }
 
+    /// Awaited after every list (paginated or streaming) has filled the store, before the
+    /// watch behind it is read: a watch that already carries changes (a busy server sends them
+    /// right behind a streaming list's initial-events bookmark) waits until the future ends.
+    /// The reflector's consumer uses it to take the listed objects first; an informer does, so
+    /// that the changes queued behind its initial list never delay its sync. The future should
+    /// end within seconds: the server buffers the watch meanwhile, and may close it (the
+    /// reflector then watches again from the list's resource version). Cancelling the
+    /// reflector ends the wait.
+    pub fn after_list(
+        mut self,
+        f: impl Fn() -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync + 'static,
+    ) -> Self {
+        self.after_list = Some(Arc::new(f));
+        self
+    }
+
     /// The reflector. Its [metrics](crate::metrics) are registered now, with the recorder in
     /// place.
     #[must_use]
@@ -235,6 +254,7 @@ impl<T: Object> ReflectorBuilder<T> {
             max_internal_error_retry: self.max_internal_error_retry,
             base: self.base,
             transform: self.transform,
+            after_list: self.after_list,
             state: Mutex::new(State {
                 last_sync_rv: String::new(),
                 filled: false,

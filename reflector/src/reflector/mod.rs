@@ -63,6 +63,11 @@ pub use kcache_store::TransformFn;
 /// A hook asked, each resync period, whether to resync.
 pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// A hook awaited after a list has filled the store and before the watch behind it is read
+/// (see [`ReflectorBuilder::after_list`]).
+pub type AfterListFn =
+    Arc<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
 /// Lists and watches one kind of object and writes what it sees into a [`Store`] (a cache or a
 /// queue): client-go's `Reflector`.
 ///
@@ -167,6 +172,7 @@ pub struct Reflector<T: Object> {
     max_internal_error_retry: Duration,
     base: ListOptions,
     transform: Option<TransformFn<T>>,
+    after_list: Option<AfterListFn>,
     state: Mutex<State>,
 }
 
@@ -384,6 +390,11 @@ impl<T: Object> Reflector<T> {
             }
         }
         if stream.is_none() && !self.list(cancel).await? {
+            return Ok(());
+        }
+        if let Some(after_list) = &self.after_list
+            && cancellable(cancel, after_list()).await.is_none()
+        {
             return Ok(());
         }
         self.watch(stream, cancel).await
