@@ -4,8 +4,9 @@
 //! k8s-openapi `Pod`, and into compact pods (`Compact<Pod>`: metadata decoded, the rest
 //! compressed).
 //!
-//! The stream is 2,000 `MODIFIED` events of realistic pods (`kcache_testing::workload::pods`,
-//! about 5 KB each with managedFields), built in memory. The chunks are zero-copy slices of
+//! The stream is 2,000 `MODIFIED` events of realistic pods (`kcache_testing::workload`, light
+//! pods of about 5 KB with managedFields; group `watch_decode_heavy`: heavy ones of about 18 KB,
+//! over a third of it managedFields), built in memory. The chunks are zero-copy slices of
 //! random sizes (1 B to 16 KiB), as hyper hands them out. Throughput is reported in bytes;
 //! events/s = bytes/s / the mean event size printed at start.
 
@@ -17,6 +18,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kcache_client_http::{SkipManagedFields, WatchDecoder};
 use kcache_reflector::WatchEvent;
 use kcache_store::{Compact, CompactCodec, DynamicObject};
+use kcache_testing::workload::PodShape;
 use serde::de::DeserializeOwned;
 
 const EVENTS: usize = 2000;
@@ -27,9 +29,9 @@ struct Stream {
     lines: Vec<(usize, usize)>,
 }
 
-fn stream() -> Stream {
+fn stream(shape: PodShape) -> Stream {
     let mut text = Vec::new();
-    for pod in kcache_testing::workload::pods(7, EVENTS, 8) {
+    for pod in kcache_testing::workload::shaped_pods(shape, 7, EVENTS, 8) {
         serde_json::to_writer(&mut text, &WatchEvent::Modified(pod)).expect("encodes");
         text.push(b'\n');
     }
@@ -117,7 +119,7 @@ fn compact(s: &Stream) -> usize {
 }
 
 fn decode(c: &mut Criterion) {
-    let s = stream();
+    let s = stream(PodShape::Light);
     eprintln!(
         "watch stream: {} events, {} bytes, {} bytes/event, {} chunks",
         s.lines.len(),
@@ -212,5 +214,26 @@ fn list(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, decode, list);
+/// The default decoders of typed pods on heavy pods, next to bare `serde_json`.
+fn heavy(c: &mut Criterion) {
+    let s = stream(PodShape::Heavy);
+    eprintln!(
+        "heavy watch stream: {} events, {} bytes/event",
+        s.lines.len(),
+        s.bytes.len() / s.lines.len()
+    );
+    let mut g = c.benchmark_group("watch_decode_heavy");
+    g.throughput(Throughput::Bytes(s.bytes.len() as u64));
+    g.bench_function("pod/bare_serde_json", |b| b.iter(|| bare::<Pod>(&s)));
+    g.bench_function("pod/watch_decoder_skip_mf", |b| {
+        b.iter(|| incremental::<Pod>(&s, true));
+    });
+    g.bench_function("pod/watch_decoder_exact_skip_mf", |b| {
+        b.iter(|| incremental_with::<Pod>(&s, true, true));
+    });
+    g.bench_function("pod/watch_decoder_compact", |b| b.iter(|| compact(&s)));
+    g.finish();
+}
+
+criterion_group!(benches, decode, list, heavy);
 criterion_main!(benches);

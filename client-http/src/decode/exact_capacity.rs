@@ -36,11 +36,66 @@ pub(crate) struct ArrayCounts {
 
 /// A `stack` entry for an object.
 const OBJECT: u32 = u32::MAX;
+/// A `stack` entry for the object's `metadata` (see [`ArrayCounts::scan_skipping`]).
+const METADATA: u32 = u32::MAX - 1;
+
+/// The name of the newtype through which [`SkipManagedFields`](crate::SkipManagedFields) asks
+/// to skip a value: [`Exact`] hands it to the parser's own skip, unvisited, where it walks other
+/// ignored values (whose arrays the scan counted).
+pub(crate) const SKIPPED_VALUE: &str = "$kcache::skipped";
+
+/// Where the value after the key whose closing quote is just before `at` starts; `None` if
+/// that string is not a key (no `:` after it).
+fn value_after_key(json: &[u8], at: usize) -> Option<usize> {
+    let ws = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
+    let colon = at + json.get(at..)?.iter().position(|c| !ws(c))?;
+    if json[colon] != b':' {
+        return None;
+    }
+    let value = colon + 1;
+    Some(value + json.get(value..)?.iter().position(|c| !ws(c))?)
+}
+
+/// The index after the array or object that starts at `at`, and its depth (1 for one without
+/// containers inside); `None` if it is not closed.
+fn skip_container(json: &[u8], at: usize) -> Option<(usize, usize)> {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut i = at;
+    while i < json.len() {
+        let b = json[i];
+        i += 1;
+        match b {
+            b'"' => i = skip_string(json, i)?,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some((i, deepest));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
 
 impl ArrayCounts {
     /// Counts the arrays of `json`. `false` when it is not well nested (the decode will fail and
     /// say why): the counts are then unusable.
+    #[cfg(test)]
     pub(crate) fn scan(&mut self, json: &[u8]) -> bool {
+        self.scan_skipping(json, None)
+    }
+
+    /// [`scan`](Self::scan), leaving out the arrays of `metadata.managedFields` where the
+    /// object's `metadata` is an object at depth `metadata_depth` (2 for an object, 3 for the
+    /// object of a watch event): [`SkipManagedFields`](crate::SkipManagedFields) decoding skips
+    /// that value in the parser ([`skipped_value`]) without visiting it, so its arrays take no
+    /// counts. Its depth still counts toward [`deepest`](Self::deepest).
+    pub(crate) fn scan_skipping(&mut self, json: &[u8], metadata_depth: Option<usize>) -> bool {
         self.counts.clear();
         self.stack.clear();
         self.deepest = 0;
@@ -50,10 +105,38 @@ impl ArrayCounts {
             let b = json[i];
             i += 1;
             match b {
-                b'"' => match skip_string(json, i) {
-                    Some(end) => i = end,
-                    None => return false,
-                },
+                b'"' => {
+                    let Some(end) = skip_string(json, i) else {
+                        return false;
+                    };
+                    let key = &json[i..end - 1];
+                    i = end;
+                    // Only keys of the lengths of `metadata` and `managedFields` are looked at.
+                    if let Some(depth) = metadata_depth
+                        && (key.len() == 8 || key.len() == 13)
+                        && let Some(value) = value_after_key(json, i)
+                    {
+                        let top = self.stack.last().copied();
+                        if key == b"metadata"
+                            && top == Some(OBJECT)
+                            && self.stack.len() + 1 == depth
+                            && json.get(value) == Some(&b'{')
+                        {
+                            self.stack.push(METADATA);
+                            self.deepest = self.deepest.max(self.stack.len());
+                            i = value + 1;
+                        } else if key == b"managedFields"
+                            && top == Some(METADATA)
+                            && matches!(json.get(value), Some(b'[' | b'{'))
+                        {
+                            let Some((end, depth)) = skip_container(json, value) else {
+                                return false;
+                            };
+                            self.deepest = self.deepest.max(self.stack.len() + depth);
+                            i = end;
+                        }
+                    }
+                }
                 b'[' => {
                     let Ok(index) = u32::try_from(self.counts.len()) else {
                         return false;
@@ -74,7 +157,7 @@ impl ArrayCounts {
                 b']' | b'}' if self.stack.pop().is_none() => return false,
                 b',' => {
                     if let Some(&top) = self.stack.last()
-                        && top != OBJECT
+                        && top < METADATA
                         && let Some(count) = self.counts.get_mut(top as usize)
                     {
                         *count += 1;
@@ -199,6 +282,10 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<'_, D> {
         name: &'static str,
         visitor: V,
     ) -> Result<V::Value, D::Error> {
+        if name == SKIPPED_VALUE {
+            // Skipped by the parser, unvisited: the scan left its arrays out.
+            return self.inner.deserialize_ignored_any(visitor);
+        }
         if name.starts_with("$serde_json::private::") {
             // A raw value (or a private number) takes its text whole: the arrays in it never
             // reach a visitor, so the counts after it would be out of order.
@@ -512,5 +599,56 @@ mod tests {
         assert!(c.scan(json.as_bytes()));
         let e = c.decode::<Shape>(json).expect_err("a string is no u16");
         assert!(e.to_string().contains("invalid type"), "{e}");
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Meta {
+        name: String,
+        #[serde(default)]
+        finalizers: Vec<String>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Obj {
+        metadata: Meta,
+        containers: Vec<Vec<u8>>,
+    }
+
+    #[test]
+    fn skipped_managed_fields_take_no_counts_and_keep_the_order() {
+        let json = r#"{"kind":"X","metadata":{"name":"a","managedFields" : [{"m":"k","f":{"a":[1,[2]]}},
+            {"m":"j"}],"finalizers":["x","y","z"]},"containers":[[1,2,3],[4]],"status":{"metadata":
+            {"managedFields":[7,8]}}}"#;
+        let mut c = ArrayCounts::default();
+        assert!(c.scan_skipping(json.as_bytes(), Some(2)));
+        // finalizers, containers and its two, then the status's nested managedFields (not at
+        // the object's metadata, so counted).
+        assert_eq!(c.counts, [3, 2, 3, 1, 2]);
+        assert_eq!(c.deepest(), 7, "the skipped value's depth still counts");
+        let SkipManaged(o) = c.decode::<SkipManaged<Obj>>(json).expect("decodes");
+        assert_eq!(o.metadata.finalizers.capacity(), 3);
+        assert_eq!(o.containers.capacity(), 2);
+        assert_eq!(
+            o.containers.iter().map(Vec::capacity).collect::<Vec<_>>(),
+            [3, 1]
+        );
+        // Without the skip, every array is counted.
+        assert!(c.scan_skipping(json.as_bytes(), None));
+        assert_eq!(c.counts.len(), 8);
+        // A watch event's object has its metadata one level deeper.
+        let event = format!(r#"{{"type":"ADDED","object":{json}}}"#);
+        assert!(c.scan_skipping(event.as_bytes(), Some(3)));
+        assert_eq!(c.counts, [3, 2, 3, 1, 2]);
+        // An unclosed managedFields is not well nested.
+        assert!(!c.scan_skipping(br#"{"metadata":{"managedFields":[{"a":1}"#, Some(2)));
+    }
+
+    /// `SkipManagedFields` as the decoders use it.
+    struct SkipManaged<T>(T);
+
+    impl<'de, T: Deserialize<'de>> Deserialize<'de> for SkipManaged<T> {
+        fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            crate::SkipManagedFields::<T>::deserialize(d).map(|s| SkipManaged(s.0))
+        }
     }
 }

@@ -17,6 +17,8 @@ use serde::de::{
     self, DeserializeSeed, Deserializer, EnumAccess, IgnoredAny, MapAccess, SeqAccess, Visitor,
 };
 
+use crate::decode::exact_capacity::SKIPPED_VALUE;
+
 /// The name of the skipped field.
 const MANAGED_FIELDS: &str = "managedFields";
 
@@ -52,6 +54,19 @@ enum Level {
     Object,
     /// The value of `metadata`: drop `managedFields`.
     Metadata,
+}
+
+/// The value of `managedFields`, skipped by the parser: asked for as the newtype
+/// [`SKIPPED_VALUE`], which serde_json (and any deserializer) hands to the skip of an
+/// [`IgnoredAny`], and the exact-capacity decoder to its parser's skip without walking it.
+struct SkippedValue;
+
+impl<'de> DeserializeSeed<'de> for SkippedValue {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_newtype_struct(SKIPPED_VALUE, IgnoredAny)
+            .map(|_| ())
+    }
 }
 
 /// The deserializer wrapper: every call goes to `inner` with the visitor wrapped.
@@ -199,7 +214,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for FilterMap<A> {
             };
             match self.level {
                 Level::Metadata if key.as_str() == MANAGED_FIELDS => {
-                    self.inner.next_value::<IgnoredAny>()?;
+                    self.inner.next_value_seed(SkippedValue)?;
                     continue;
                 }
                 Level::Object => self.metadata_next = key.as_str() == "metadata",

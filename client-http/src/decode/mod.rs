@@ -58,8 +58,9 @@ pub(crate) fn decode_object<T: DeserializeOwned>(
     skip_managed_fields: bool,
     counts: Option<&mut ArrayCounts>,
 ) -> Result<T, serde_json::Error> {
+    // The object's `metadata` is at depth 2.
     if let Some(counts) = counts
-        && counts.scan(json.as_bytes())
+        && counts.scan_skipping(json.as_bytes(), skip_managed_fields.then_some(2))
     {
         let exact = if skip_managed_fields {
             counts.decode::<SkipManagedFields<T>>(json).map(|o| o.0)

@@ -207,7 +207,11 @@ impl<T: DeserializeOwned> WatchDecoder<T> {
         // The object is one level inside the event. A type that ignores the deep part would
         // decode it; every object deeper than the limit is refused alike. The capacity scan,
         // when on, measures the depth on its way; otherwise a counting scan does.
-        let scanned = exact.map(|counts| (counts.scan(line), counts));
+        // The event's object's `metadata` is at depth 3.
+        let scanned = exact.map(|counts| {
+            let metadata_depth = skip_managed_fields.then_some(3);
+            (counts.scan_skipping(line, metadata_depth), counts)
+        });
         let too_deep_line = match &scanned {
             Some((true, counts)) => counts.deepest() > MAX_NESTING + 1,
             _ => nesting_exceeds(line, MAX_NESTING + 1),
