@@ -18,7 +18,7 @@ use crate::decode::DecodeOptions;
 use crate::decode::compact::ObjectFn;
 use crate::decode::expect::Expected;
 use crate::decode::list::ListDecoder;
-use crate::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
+use crate::decode::watch::{Check, DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
 use crate::transport::ResponseBody;
 
 /// The default limit on the size of one list response: 1 GiB (a page of 500 large objects is a
@@ -120,29 +120,29 @@ impl<T: DeserializeOwned + Object> Decoding<T> {
             .skip_managed_fields(self.options.skip_managed_fields)
             .exact_capacities(self.options.exact_capacities)
             .objects(self.objects.clone());
-        let stream = watch_stream(body, decoder, guard);
         let expected = self.expected.clone();
-        if expected.r#type == kcache_store::ExpectedType::any() && expected.namespace.is_none() {
-            return stream;
-        }
-        Box::pin(stream.map(move |item| {
-            let event = item?;
-            let (obj, event_type) = match &event {
-                WatchEvent::Added(o) => (o, kcache_reflector::EventType::Added),
-                WatchEvent::Modified(o) => (o, kcache_reflector::EventType::Modified),
-                WatchEvent::Deleted(o) => (o, kcache_reflector::EventType::Deleted),
-                WatchEvent::Bookmark(_) | WatchEvent::Error(_) => return Ok(event),
-            };
-            match expected.refusal(obj) {
-                None => Ok(event),
-                Some(why) => Err(Error::decode(Expected::refused(
-                    "watch event",
-                    obj,
-                    why,
-                    Some(event_type),
-                ))),
-            }
-        }))
+        let check: Option<Check<T>> = (expected.r#type != kcache_store::ExpectedType::any()
+            || expected.namespace.is_some())
+        .then(|| -> Check<T> {
+            Box::new(move |event| {
+                let (obj, event_type) = match &event {
+                    WatchEvent::Added(o) => (o, kcache_reflector::EventType::Added),
+                    WatchEvent::Modified(o) => (o, kcache_reflector::EventType::Modified),
+                    WatchEvent::Deleted(o) => (o, kcache_reflector::EventType::Deleted),
+                    WatchEvent::Bookmark(_) | WatchEvent::Error(_) => return Ok(event),
+                };
+                match expected.refusal(obj) {
+                    None => Ok(event),
+                    Some(why) => Err(Error::decode(Expected::refused(
+                        "watch event",
+                        obj,
+                        why,
+                        Some(event_type),
+                    ))),
+                }
+            })
+        });
+        watch_stream(body, decoder, guard, check)
     }
 }
 

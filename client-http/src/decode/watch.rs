@@ -372,60 +372,87 @@ fn unwrap_skipped<T>(e: WatchEvent<SkipManagedFields<T>>) -> WatchEvent<T> {
     }
 }
 
-/// The state of a decoding watch stream.
-struct State<T> {
+/// A watch response body decoded into the reflector's stream, with each object checked by
+/// `check` (its type and namespace). One hand-written stream rather than combinators: an event
+/// holds its object by value (a typed pod is about 2.5 KB), and each layer a stream item
+/// passes through moves it.
+struct WatchBody<T> {
     body: ResponseBody,
     decoder: WatchDecoder<T>,
+    /// Ends the stream, cleanly, once it fires.
     guard: Option<Pin<Box<tokio::time::Sleep>>>,
+    check: Option<Check<T>>,
     done: bool,
 }
 
+/// Turns a decoded event whose object is not one of the lister-watcher's into an error.
+pub(crate) type Check<T> = Box<dyn Fn(WatchEvent<T>) -> Result<WatchEvent<T>, Error> + Send>;
+
+impl<T> WatchBody<T> {
+    fn checked(&self, item: Result<WatchEvent<T>, Error>) -> Result<WatchEvent<T>, Error> {
+        match &self.check {
+            Some(check) => item.and_then(|e| check(e)),
+            None => item,
+        }
+    }
+}
+
+impl<T: DeserializeOwned> futures_util::Stream for WatchBody<T> {
+    type Item = Result<WatchEvent<T>, Error>;
+
+    fn poll_next(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        loop {
+            if let Some(item) = this.decoder.next_event() {
+                return Poll::Ready(Some(this.checked(item)));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
+            if let Some(guard) = &mut this.guard
+                && guard.as_mut().poll(cx).is_ready()
+            {
+                tracing::debug!("watch outlived its timeoutSeconds; ending it");
+                this.done = true;
+                return Poll::Ready(None);
+            }
+            match this.body.poll_next_unpin(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(chunk))) => this.decoder.push(chunk),
+                Poll::Ready(Some(Err(e))) => {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(Error::transport(e))));
+                }
+                Poll::Ready(None) => {
+                    this.done = true;
+                    let item = this.decoder.finish();
+                    return Poll::Ready(item.map(|item| this.checked(item)));
+                }
+            }
+        }
+    }
+}
+
 /// Turns a watch response body into the reflector's stream. `guard` ends the stream (cleanly)
-/// if the server has not ended it by then.
+/// if the server has not ended it by then; `check` refuses objects that are not the
+/// lister-watcher's.
 pub(crate) fn watch_stream<T: DeserializeOwned + Send + 'static>(
     body: ResponseBody,
     decoder: WatchDecoder<T>,
     guard: Option<Duration>,
+    check: Option<Check<T>>,
 ) -> WatchStream<T> {
-    let state = State {
+    Box::pin(WatchBody {
         body,
         decoder,
         guard: guard.map(|d| Box::pin(tokio::time::sleep(d))),
+        check,
         done: false,
-    };
-    futures_util::stream::unfold(state, |mut s| async move {
-        loop {
-            if let Some(item) = s.decoder.next_event() {
-                return Some((item, s));
-            }
-            if s.done {
-                return None;
-            }
-            let next = match &mut s.guard {
-                Some(guard) => tokio::select! {
-                    chunk = s.body.next() => chunk,
-                    () = guard.as_mut() => {
-                        tracing::debug!("watch outlived its timeoutSeconds; ending it");
-                        return None;
-                    }
-                },
-                None => s.body.next().await,
-            };
-            match next {
-                Some(Ok(chunk)) => s.decoder.push(chunk),
-                Some(Err(e)) => {
-                    s.done = true;
-                    return Some((Err(Error::transport(e)), s));
-                }
-                None => {
-                    s.done = true;
-                    let item = s.decoder.finish()?;
-                    return Some((item, s));
-                }
-            }
-        }
     })
-    .boxed()
 }
 
 /// Runs the decoder over `data` split into chunks, for the fuzzer: the first byte picks the
