@@ -82,9 +82,9 @@ pub use self::log_limit::{LOG_BURST, LOG_WINDOW, LogLimiter, LogPermit};
 pub use self::object_list::{ListMeta, ObjectList};
 pub use self::options::{ListOptions, ResourceVersionMatch, query};
 pub use self::reflector::{
-    AfterListFn, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES, DEFAULT_PAGE_SIZE,
-    DEFAULT_WATCH_LIST_ATTEMPTS, MIN_WATCH_TIMEOUT, Reflector, ReflectorBuilder, ShouldResyncFn,
-    TransformFn,
+    AfterListFn, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES,
+    DEFAULT_PAGE_SIZE, DEFAULT_WATCH_LIST_ATTEMPTS, MIN_WATCH_TIMEOUT, Reflector, ReflectorBuilder,
+    ShouldResyncFn, TransformFn,
 };
 pub use self::report::ErrorHook;
 pub use self::retry::RetryWithDeadline;

@@ -7,9 +7,8 @@ use std::time::Duration;
 use kcache_store::{Object, Store};
 
 use super::{
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES,
-    AfterListFn, DEFAULT_WATCH_LIST_ATTEMPTS, MIN_WATCH_TIMEOUT, Reflector, ShouldResyncFn, State,
-    TransformFn,
+    AfterListFn, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES,
+    DEFAULT_WATCH_LIST_ATTEMPTS, MIN_WATCH_TIMEOUT, Reflector, ShouldResyncFn, State, TransformFn,
 };
 use crate::metrics::ReflectorMetrics;
 use crate::report::{ErrorHook, Reporter};

@@ -2,10 +2,9 @@
 //! retried with backoff and given up for a paginated list after a few attempts; a server that
 //! does not serve streaming lists is listed at once, without a report.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kcache_store::{Object, ObjectKey, meta_namespace_key};
+use kcache_store::{Object, ObjectKey};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -165,7 +164,7 @@ impl<T: Object> Reflector<T> {
         start: Instant,
         cancel: &CancellationToken,
     ) -> Result<InitialEvents<T>, Error> {
-        let mut temp: BTreeMap<ObjectKey, Arc<T>> = BTreeMap::new();
+        let mut initial = Initial::default();
         let mut count = 0usize;
         let mut last_event = Instant::now();
         let mut warn_at = Instant::now() + AWAITING_BOOKMARK_WARNING;
@@ -178,7 +177,7 @@ impl<T: Object> Reflector<T> {
                 Next::Tick => {
                     // client-go's ticker: say why the informer is not synced yet.
                     self.reporter
-                        .awaiting_bookmark(temp.len(), last_event.elapsed().as_secs());
+                        .awaiting_bookmark(initial.len(), last_event.elapsed().as_secs());
                     warn_at = Instant::now() + AWAITING_BOOKMARK_WARNING;
                     continue;
                 }
@@ -191,7 +190,7 @@ impl<T: Object> Reflector<T> {
                     // A readable identity: leave that key out; else the attempt fails.
                     self.reporter.decode(&d);
                     let (key, _, _) = d.identity().ok_or_else(|| Error::Decode(d.clone()))?;
-                    temp.remove(&key);
+                    initial.remove(key);
                     count += 1;
                     continue;
                 }
@@ -210,20 +209,16 @@ impl<T: Object> Reflector<T> {
                     self.keyable(&o, EventType::Added)?;
                     // The store's transform too, as each object arrives: nothing waits
                     // untransformed for the bookmark.
-                    let o = self.store.transform_incoming(self.prepare(o));
-                    let k = meta_namespace_key(&*o).map_err(|e| Error::Store(e.into()))?;
-                    temp.insert(k, o);
+                    initial.put(self.store.transform_incoming(self.prepare(o)));
                 }
                 WatchEvent::Deleted(o) => {
                     self.keyable(&o, EventType::Deleted)?;
-                    if let Ok(k) = meta_namespace_key(&o) {
-                        temp.remove(&k);
-                    }
+                    initial.delete(&o);
                 }
                 WatchEvent::Bookmark(b) => {
                     if b.initial_events_end {
                         return Ok(InitialEvents::Synced(
-                            temp.into_values().collect(),
+                            initial.into_state(),
                             b.resource_version,
                         ));
                     }
@@ -231,5 +226,179 @@ impl<T: Object> Reflector<T> {
                 WatchEvent::Error(s) => return Err(Error::Api(s)),
             }
         }
+    }
+}
+
+/// A streaming list's initial events as they arrive, in order, without a key made for each:
+/// the state they describe is worked out once, at the bookmark ([`into_state`]). A server
+/// sends each object once, as `ADDED`; a later event of the same key (a change, a deletion, an
+/// undecodable version) replaces what came before it.
+///
+/// [`into_state`]: Initial::into_state
+struct Initial<T> {
+    events: Vec<InitialEvent<T>>,
+    /// Whether some key may have come twice (any event but an `ADDED` of an object).
+    repeats: bool,
+}
+
+impl<T> Default for Initial<T> {
+    fn default() -> Self {
+        Self {
+            events: Vec::new(),
+            repeats: false,
+        }
+    }
+}
+
+/// One initial event: an object, or a key left out (deleted, or undecodable).
+enum InitialEvent<T> {
+    Object(Arc<T>),
+    Gone {
+        namespace: Option<String>,
+        name: String,
+    },
+}
+
+impl<T: Object> InitialEvent<T> {
+    /// The key's parts: the namespace (`None` for none or an empty one) and the name.
+    fn key(&self) -> (Option<&str>, &str) {
+        match self {
+            Self::Object(o) => (
+                o.namespace().filter(|ns| !ns.is_empty()),
+                o.name().unwrap_or_default(),
+            ),
+            Self::Gone { namespace, name } => (namespace.as_deref(), name),
+        }
+    }
+}
+
+impl<T: Object> Initial<T> {
+    /// Objects collected so far (an upper bound, before repeats are resolved).
+    fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    fn put(&mut self, obj: Arc<T>) {
+        self.events.push(InitialEvent::Object(obj));
+    }
+
+    fn delete(&mut self, obj: &T) {
+        self.repeats = true;
+        self.events.push(InitialEvent::Gone {
+            namespace: obj
+                .namespace()
+                .filter(|ns| !ns.is_empty())
+                .map(str::to_owned),
+            name: obj.name().unwrap_or_default().to_owned(),
+        });
+    }
+
+    /// An undecodable event of `key`: that key is left out.
+    fn remove(&mut self, key: ObjectKey) {
+        self.repeats = true;
+        let (namespace, name) = match key.as_ref().split_once('/') {
+            Some((ns, name)) => (Some(ns.to_owned()), name.to_owned()),
+            None => (None, key.as_ref().to_owned()),
+        };
+        self.events.push(InitialEvent::Gone { namespace, name });
+    }
+
+    /// The state the events describe: for each key its last event, if that is an object, in
+    /// the order the events came.
+    fn into_state(self) -> Vec<Arc<T>> {
+        let mut events = self.events;
+        // Repeats of a key without any event but `ADDED` are a misbehaving server's; they are
+        // looked for all the same, by sorting (no key is built).
+        let mut order: Vec<usize> = (0..events.len()).collect();
+        order.sort_by(|a, b| events[*a].key().cmp(&events[*b].key()).then(a.cmp(b)));
+        let repeated = order
+            .windows(2)
+            .any(|w| events[w[0]].key() == events[w[1]].key());
+        if !repeated && !self.repeats {
+            return events
+                .into_iter()
+                .filter_map(|e| match e {
+                    InitialEvent::Object(o) => Some(o),
+                    InitialEvent::Gone { .. } => None,
+                })
+                .collect();
+        }
+        // Keep each key's last event.
+        let mut keep = vec![false; events.len()];
+        for (i, at) in order.iter().enumerate() {
+            let last = order
+                .get(i + 1)
+                .is_none_or(|next| events[*next].key() != events[*at].key());
+            if last {
+                keep[*at] = true;
+            }
+        }
+        let mut kept = Vec::with_capacity(events.len());
+        for (event, keep) in events.drain(..).zip(keep) {
+            if let (true, InitialEvent::Object(o)) = (keep, event) {
+                kept.push(o);
+            }
+        }
+        kept
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kcache_store::DynamicObject;
+
+    use super::*;
+
+    fn obj(ns: &str, name: &str, rv: &str) -> Arc<DynamicObject> {
+        let mut o = DynamicObject::new((!ns.is_empty()).then_some(ns), name);
+        o.metadata.resource_version = Some(rv.to_owned());
+        Arc::new(o)
+    }
+
+    fn state(initial: Initial<DynamicObject>) -> Vec<(String, String)> {
+        initial
+            .into_state()
+            .iter()
+            .map(|o| {
+                (
+                    kcache_store::meta_namespace_key(&**o).unwrap().to_string(),
+                    o.resource_version().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_key_keeps_its_last_event_in_arrival_order() {
+        let mut i = Initial::default();
+        i.put(obj("b", "x", "1"));
+        i.put(obj("a", "x", "2"));
+        i.put(obj("", "c", "3"));
+        assert_eq!(
+            state(i),
+            [
+                ("b/x".into(), "1".into()),
+                ("a/x".into(), "2".into()),
+                ("c".into(), "3".into())
+            ]
+        );
+        let mut i = Initial::default();
+        i.put(obj("a", "x", "1"));
+        i.put(obj("a", "y", "2"));
+        i.put(obj("a", "x", "3"));
+        i.delete(&obj("a", "y", "4"));
+        i.put(obj("a", "z", "5"));
+        i.remove(ObjectKey::new(Some("a"), "z"));
+        i.put(obj("", "w", "6"));
+        i.remove(ObjectKey::new(None, "v"));
+        assert_eq!(
+            state(i),
+            [("a/x".into(), "3".into()), ("w".into(), "6".into())]
+        );
+        // A server repeating an ADDED: the last one wins.
+        let mut i = Initial::default();
+        i.put(obj("a", "x", "1"));
+        i.put(obj("a", "x", "2"));
+        assert_eq!(state(i), [("a/x".into(), "2".into())]);
     }
 }
