@@ -197,12 +197,17 @@ impl ArrayCounts {
 }
 
 /// The index after the string whose opening quote is just before `at`; `None` if unterminated.
-/// Eight bytes at a time until a quote or backslash may be among them.
+/// Eight bytes at a time for the first sixteen (most keys and values are short), then with
+/// `memchr2`'s vector search (long values: images, IDs, annotations).
 fn skip_string(json: &[u8], mut at: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     loop {
-        while let Some(word) = json.get(at..at + 8) {
+        let mut words = 0;
+        let found = loop {
+            let Some(word) = json.get(at..at + 8) else {
+                break true;
+            };
             let mut bytes = [0u8; 8];
             bytes.copy_from_slice(word);
             let w = u64::from_le_bytes(bytes);
@@ -212,9 +217,16 @@ fn skip_string(json: &[u8], mut at: usize) -> Option<usize> {
                 | backslash.wrapping_sub(ONES) & !backslash)
                 & HIGHS;
             if found != 0 {
-                break;
+                break true;
             }
             at += 8;
+            words += 1;
+            if words == 2 {
+                break false;
+            }
+        };
+        if !found {
+            at += memchr::memchr2(b'"', b'\\', json.get(at..)?)?;
         }
         match *json.get(at)? {
             b'"' => return Some(at + 1),
@@ -612,6 +624,25 @@ mod tests {
     struct Obj {
         metadata: Meta,
         containers: Vec<Vec<u8>>,
+    }
+
+    #[test]
+    fn strings_of_any_length_with_escapes_anywhere_are_skipped() {
+        // Brackets and commas inside the strings must not count; escaped quotes must not end
+        // them, at every offset around the eight-byte words and the switch to memchr2.
+        for len in 0..70 {
+            for at in 0..=len {
+                let mut text: String = "a,[b]".chars().cycle().take(len).collect();
+                text.insert_str(at, "\"q\\");
+                let json = serde_json::json!({"s": [text.clone(), text], "n": [1, 2, 3]});
+                let bytes = serde_json::to_vec(&json).expect("encodes");
+                let mut c = ArrayCounts::default();
+                assert!(c.scan(&bytes), "{len} {at}");
+                assert_eq!(c.counts, [3, 2], "{}", String::from_utf8_lossy(&bytes));
+            }
+        }
+        let mut c = ArrayCounts::default();
+        assert!(!c.scan(br#"{"s":"a long string without its closing quote, [1,2]"#));
     }
 
     #[test]
