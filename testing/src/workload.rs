@@ -353,6 +353,69 @@ fn heavy_container(rng: &mut fastrand::Rng, name: &str, image: &str, port: u64) 
     c
 }
 
+/// The `managedFields` of a [`PodShape::Heavy`] pod: four managers, each listing every field
+/// it owns.
+fn heavy_managed_fields(created: &str, per_container: &serde_json::Map<String, Value>) -> Value {
+    let condition_fields = json!({".": {}, "f:lastProbeTime": {}, "f:lastTransitionTime": {},
+        "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}});
+    let conditions: serde_json::Map<String, Value> = [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
+    ]
+    .iter()
+    .map(|t| (format!("k:{{\"type\":\"{t}\"}}"), condition_fields.clone()))
+    .collect();
+    let managed = json!([
+        managed_field(
+            "kube-controller-manager",
+            "Update",
+            created,
+            &json!({
+                "f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {},
+                    "f:tier": {}, "f:app.kubernetes.io/managed-by": {}}, "f:ownerReferences": {".": {},
+                    "k:{\"uid\":\"owner\"}": {}}},
+                "f:spec": {"f:containers": per_container, "f:initContainers": {"k:{\"name\":\"init-config\"}":
+                    container_fields()}, "f:dnsPolicy": {}, "f:enableServiceLinks": {}, "f:restartPolicy": {},
+                    "f:schedulerName": {}, "f:securityContext": {}, "f:terminationGracePeriodSeconds": {},
+                    "f:volumes": {".": {}, "k:{\"name\":\"config\"}": {".": {}, "f:configMap": {}, "f:name": {}},
+                    "k:{\"name\":\"tls\"}": {".": {}, "f:name": {}, "f:secret": {}}}},
+            })
+        ),
+        managed_field(
+            "kube-scheduler",
+            "Update",
+            created,
+            &json!({
+                "f:status": {"f:conditions": {".": {}, "k:{\"type\":\"PodScheduled\"}": condition_fields}},
+            })
+        ),
+        managed_field(
+            "kubelet",
+            "Update",
+            created,
+            &json!({
+                "f:status": {"f:conditions": conditions, "f:containerStatuses": {}, "f:hostIP": {}, "f:hostIPs": {},
+                    "f:initContainerStatuses": {}, "f:phase": {}, "f:podIP": {}, "f:podIPs": {".": {},
+                    "k:{\"ip\":\"10.0.0.1\"}": {".": {}, "f:ip": {}}}, "f:startTime": {}},
+            })
+        ),
+        managed_field(
+            "istio-sidecar-injector",
+            "Update",
+            created,
+            &json!({
+                "f:metadata": {"f:annotations": {".": {}, "f:sidecar.istio.io/status": {},
+                    "f:prometheus.io/path": {}, "f:prometheus.io/port": {}}, "f:labels": {"f:security.istio.io/tlsMode": {},
+                    "f:service.istio.io/canonical-name": {}}},
+            })
+        ),
+    ]);
+    managed
+}
+
 /// A [`PodShape::Heavy`] pod: about 18 KB of JSON.
 fn heavy_pod(rng: &mut fastrand::Rng, namespace: &str, name: &str, app: &str) -> DynamicObject {
     let mut pod = pod(rng, namespace, name, app);
@@ -385,63 +448,7 @@ fn heavy_pod(rng: &mut fastrand::Rng, namespace: &str, name: &str, app: &str) ->
         .iter()
         .map(|n| (format!("k:{{\"name\":\"{n}\"}}"), container_fields()))
         .collect();
-    let condition_fields = json!({".": {}, "f:lastProbeTime": {}, "f:lastTransitionTime": {},
-        "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}});
-    let conditions: serde_json::Map<String, Value> = [
-        "PodReadyToStartContainers",
-        "Initialized",
-        "Ready",
-        "ContainersReady",
-        "PodScheduled",
-    ]
-    .iter()
-    .map(|t| (format!("k:{{\"type\":\"{t}\"}}"), condition_fields.clone()))
-    .collect();
-    let managed = json!([
-        managed_field(
-            "kube-controller-manager",
-            "Update",
-            &created,
-            &json!({
-                "f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {},
-                    "f:tier": {}, "f:app.kubernetes.io/managed-by": {}}, "f:ownerReferences": {".": {},
-                    "k:{\"uid\":\"owner\"}": {}}},
-                "f:spec": {"f:containers": per_container, "f:initContainers": {"k:{\"name\":\"init-config\"}":
-                    container_fields()}, "f:dnsPolicy": {}, "f:enableServiceLinks": {}, "f:restartPolicy": {},
-                    "f:schedulerName": {}, "f:securityContext": {}, "f:terminationGracePeriodSeconds": {},
-                    "f:volumes": {".": {}, "k:{\"name\":\"config\"}": {".": {}, "f:configMap": {}, "f:name": {}},
-                    "k:{\"name\":\"tls\"}": {".": {}, "f:name": {}, "f:secret": {}}}},
-            })
-        ),
-        managed_field(
-            "kube-scheduler",
-            "Update",
-            &created,
-            &json!({
-                "f:status": {"f:conditions": {".": {}, "k:{\"type\":\"PodScheduled\"}": condition_fields}},
-            })
-        ),
-        managed_field(
-            "kubelet",
-            "Update",
-            &created,
-            &json!({
-                "f:status": {"f:conditions": conditions, "f:containerStatuses": {}, "f:hostIP": {}, "f:hostIPs": {},
-                    "f:initContainerStatuses": {}, "f:phase": {}, "f:podIP": {}, "f:podIPs": {".": {},
-                    "k:{\"ip\":\"10.0.0.1\"}": {".": {}, "f:ip": {}}}, "f:startTime": {}},
-            })
-        ),
-        managed_field(
-            "istio-sidecar-injector",
-            "Update",
-            &created,
-            &json!({
-                "f:metadata": {"f:annotations": {".": {}, "f:sidecar.istio.io/status": {},
-                    "f:prometheus.io/path": {}, "f:prometheus.io/port": {}}, "f:labels": {"f:security.istio.io/tlsMode": {},
-                    "f:service.istio.io/canonical-name": {}}},
-            })
-        ),
-    ]);
+    let managed = heavy_managed_fields(&created, &per_container);
     pod.metadata.other.insert("managedFields".into(), managed);
     let annotations = pod.metadata.annotations.get_or_insert_with(BTreeMap::new);
     annotations.insert(

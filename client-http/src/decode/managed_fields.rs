@@ -57,7 +57,7 @@ enum Level {
 }
 
 /// The value of `managedFields`, skipped by the parser: asked for as the newtype
-/// [`SKIPPED_VALUE`], which serde_json (and any deserializer) hands to the skip of an
+/// [`SKIPPED_VALUE`], which `serde_json` (and any deserializer) hands to the skip of an
 /// [`IgnoredAny`], and the exact-capacity decoder to its parser's skip without walking it.
 struct SkippedValue;
 

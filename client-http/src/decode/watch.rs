@@ -391,7 +391,7 @@ pub(crate) type Check<T> = Box<dyn Fn(WatchEvent<T>) -> Result<WatchEvent<T>, Er
 impl<T> WatchBody<T> {
     fn checked(&self, item: Result<WatchEvent<T>, Error>) -> Result<WatchEvent<T>, Error> {
         match &self.check {
-            Some(check) => item.and_then(|e| check(e)),
+            Some(check) => item.and_then(check),
             None => item,
         }
     }

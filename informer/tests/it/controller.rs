@@ -196,8 +196,10 @@ async fn the_wait_for_the_first_sync_is_bounded() {
         let (controller, cancel) = (Arc::clone(&controller), cancel.clone());
         async move { controller.run_reflector(cancel).await }
     });
-    tokio::time::sleep(kcache_informer::FIRST_SYNC_WAIT - std::time::Duration::from_millis(1))
-        .await;
+    let almost = kcache_informer::FIRST_SYNC_WAIT
+        .checked_sub(std::time::Duration::from_millis(1))
+        .unwrap();
+    tokio::time::sleep(almost).await;
     assert_eq!(pulled.load(Ordering::SeqCst), 3 + 1, "waiting");
     tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     assert_eq!(

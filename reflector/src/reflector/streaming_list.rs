@@ -190,7 +190,7 @@ impl<T: Object> Reflector<T> {
                     // A readable identity: leave that key out; else the attempt fails.
                     self.reporter.decode(&d);
                     let (key, _, _) = d.identity().ok_or_else(|| Error::Decode(d.clone()))?;
-                    initial.remove(key);
+                    initial.remove(&key);
                     count += 1;
                     continue;
                 }
@@ -294,7 +294,7 @@ impl<T: Object> Initial<T> {
     }
 
     /// An undecodable event of `key`: that key is left out.
-    fn remove(&mut self, key: ObjectKey) {
+    fn remove(&mut self, key: &ObjectKey) {
         self.repeats = true;
         let (namespace, name) = match key.as_ref().split_once('/') {
             Some((ns, name)) => (Some(ns.to_owned()), name.to_owned()),
@@ -388,9 +388,9 @@ mod tests {
         i.put(obj("a", "x", "3"));
         i.delete(&obj("a", "y", "4"));
         i.put(obj("a", "z", "5"));
-        i.remove(ObjectKey::new(Some("a"), "z"));
+        i.remove(&ObjectKey::new(Some("a"), "z"));
         i.put(obj("", "w", "6"));
-        i.remove(ObjectKey::new(None, "v"));
+        i.remove(&ObjectKey::new(None, "v"));
         assert_eq!(
             state(i),
             [("a/x".into(), "3".into()), ("w".into(), "6".into())]

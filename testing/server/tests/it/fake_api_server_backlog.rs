@@ -168,10 +168,15 @@ async fn frames_of(frames: WatchFrames, n: usize) -> Vec<bytes::Bytes> {
             .unwrap()
             .unwrap();
         let data = frame.into_data().unwrap();
-        lines += data.iter().filter(|b| **b == b'\n').count();
+        lines += newlines(&data);
         frames.push(data);
     }
     frames
+}
+
+/// The line ends in `bytes`.
+fn newlines(bytes: &[u8]) -> usize {
+    bytes.split(|b| *b == b'\n').count() - 1
 }
 
 /// The lines of `frames` joined, as events.
@@ -185,7 +190,6 @@ fn events(frames: &[bytes::Bytes]) -> Vec<Value> {
 
 #[tokio::test]
 async fn watch_frames_cut_the_stream_as_asked() {
-    let newlines = |f: &bytes::Bytes| f.iter().filter(|b| **b == b'\n').count();
     // The default: lines batched together (the client's reads may still cut a write).
     let batched = frames_of(WatchFrames::default(), 40).await;
     assert!(
