@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
-use kcache_testing::workload;
+use kcache_testing::workload::{self, PodShape};
 
 use crate::alloc;
 use crate::server::NAMESPACES;
@@ -44,18 +44,18 @@ fn decode_pod(doc: &[u8]) -> Result<Pod, serde_json::Error> {
     }
 }
 
-/// The JSON of `count` workload pods.
-fn docs(seed: u64, count: usize) -> Result<Vec<Vec<u8>>, serde_json::Error> {
-    workload::pods(seed, count, NAMESPACES)
+/// The JSON of `count` workload pods of `shape`.
+fn docs(shape: PodShape, seed: u64, count: usize) -> Result<Vec<Vec<u8>>, serde_json::Error> {
+    workload::shaped_pods(shape, seed, count, NAMESPACES)
         .iter()
         .map(serde_json::to_vec)
         .collect()
 }
 
-/// Decoded pods per second and MB/s for `count` workload pods (best of three passes), and the
-/// rates of decoding into a cache.
-pub fn speeds(seed: u64, count: usize) -> Result<Speeds, serde_json::Error> {
-    let docs = docs(seed, count)?;
+/// Decoded pods per second and MB/s for `count` workload pods of `shape` (best of three
+/// passes), and the rates of decoding into a cache.
+pub fn speeds(shape: PodShape, seed: u64, count: usize) -> Result<Speeds, serde_json::Error> {
+    let docs = docs(shape, seed, count)?;
     let bytes: usize = docs.iter().map(Vec::len).sum();
     let (cache_pods_per_sec, cache_cross_thread_pods_per_sec) = cache_rates(&docs)?;
     let mut best = f64::MAX;
@@ -74,9 +74,10 @@ pub fn speeds(seed: u64, count: usize) -> Result<Speeds, serde_json::Error> {
     })
 }
 
-/// The heap bytes of `count` decoded workload pods, per pod; needs the counting allocator.
-pub fn bytes(seed: u64, count: usize) -> Result<Bytes, serde_json::Error> {
-    let docs = docs(seed, count)?;
+/// The heap bytes of `count` decoded workload pods of `shape`, per pod; needs the counting
+/// allocator.
+pub fn bytes(shape: PodShape, seed: u64, count: usize) -> Result<Bytes, serde_json::Error> {
+    let docs = docs(shape, seed, count)?;
     let base = alloc::current();
     let pods: Vec<Arc<Pod>> = docs
         .iter()
