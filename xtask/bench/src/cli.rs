@@ -1,5 +1,5 @@
 //! The command line shared by the bench's programs: the parent's options and the words of its
-//! children (`serve`, `client KEY`, `floor-bytes`).
+//! children (`serve`, `client KEY`, `floor-speeds`, `floor-bytes`).
 
 use std::path::PathBuf;
 
@@ -15,6 +15,8 @@ pub struct Args {
     pub serve: bool,
     /// `client KEY`: run that one row's client (a child of the bench).
     pub client: Option<String>,
+    /// `floor-speeds`: time bare decoding of pods (a plain child).
+    pub floor_speeds: bool,
     /// `floor-bytes`: weigh decoded pods (the counting child).
     pub floor_bytes: bool,
     pub url: String,
@@ -22,6 +24,9 @@ pub struct Args {
     pub kubeconfig: Option<PathBuf>,
     pub pods: usize,
     pub updates: usize,
+    /// `--heavy-updates`: the updates of the heavy shape's tables (default: a fifth of
+    /// `updates`).
+    pub heavy_updates: Option<usize>,
     pub seed: u64,
     /// Which rows to run ([`DEFAULT_ROWS`] when empty, every row with `all_rows`).
     pub only: Vec<String>,
@@ -41,8 +46,8 @@ pub struct Args {
 pub fn usage() -> String {
     let keys: Vec<&str> = ROWS.iter().map(|r| r.key).collect();
     format!(
-        "usage: kcache-bench [--pods N (20000)] [--updates N (100000)] [--seed S (7)] [--runs N (1)]\n\
-         \x20                   [--only ROWS | --all-rows] [--scenario LIST (quiet,backlog)]\n\
+        "usage: kcache-bench [--pods N (20000)] [--updates N (100000)] [--heavy-updates N (updates/5)]\n\
+         \x20                   [--seed S (7)] [--runs N (1)] [--only ROWS | --all-rows] [--scenario LIST (quiet,backlog)]\n\
          \x20                   [--shape LIST (light,heavy)] [--frames F (lines)] [--transport T (http)]\n\
          \n\
          One table per scenario and shape. In each, every row runs against a fresh fake API server:\n\
@@ -60,7 +65,11 @@ pub fn usage() -> String {
          \x20                 is served as of the version before them) and pour in as the client syncs,\n\
          \x20                 timed until the last one is seen\n\
          --shape LIST      light (about 5 KB of JSON a pod), heavy (about 18 KB: more managedFields,\n\
-         \x20                 containers and status)\n\
+         \x20                 containers and status); pods and updates are of the shape\n\
+         --heavy-updates N the updates of the heavy tables (default: a fifth of --updates). The fake\n\
+         \x20                 server keeps every update until it is sent, about 70 KB each for light\n\
+         \x20                 pods and 230 KB for heavy ones (100,000 heavy updates: over 20 GB); it\n\
+         \x20                 refuses to start when they would take most of the memory available\n\
          --frames F        how the server cuts watch streams: lines (64 KiB of whole lines, its\n\
          \x20                 default), lines:N, event (one event per write), split:N (N-byte writes\n\
          \x20                 cutting lines anywhere)\n\
@@ -91,11 +100,13 @@ pub fn parse() -> Result<Args, String> {
     let mut args = Args {
         serve: false,
         client: None,
+        floor_speeds: false,
         floor_bytes: false,
         url: String::new(),
         kubeconfig: None,
         pods: 20_000,
         updates: 100_000,
+        heavy_updates: None,
         seed: 7,
         only: Vec::new(),
         all_rows: false,
@@ -111,11 +122,15 @@ pub fn parse() -> Result<Args, String> {
         match a.as_str() {
             "serve" => args.serve = true,
             "client" => args.client = Some(value("client")?),
+            "floor-speeds" => args.floor_speeds = true,
             "floor-bytes" => args.floor_bytes = true,
             "--url" => args.url = value("--url")?,
             "--kubeconfig" => args.kubeconfig = Some(value("--kubeconfig")?.into()),
             "--pods" => args.pods = number("--pods", value("--pods")?)?,
             "--updates" => args.updates = number("--updates", value("--updates")?)?,
+            "--heavy-updates" => {
+                args.heavy_updates = Some(number("--heavy-updates", value("--heavy-updates")?)?);
+            }
             "--seed" => args.seed = number("--seed", value("--seed")?)?,
             "--runs" => args.runs = number::<usize>("--runs", value("--runs")?)?.max(1),
             "--all-rows" => args.all_rows = true,
@@ -159,6 +174,16 @@ impl Args {
     /// The shape a child serves: the first given.
     pub fn shape(&self) -> PodShape {
         self.shapes.first().copied().unwrap_or_default()
+    }
+
+    /// The updates of the tables of `shape`: `--updates`, or for heavy pods `--heavy-updates`
+    /// (default a fifth of `--updates`).
+    pub fn updates_of(&self, shape: PodShape) -> usize {
+        if shape == PodShape::Heavy {
+            self.heavy_updates.unwrap_or(self.updates / 5)
+        } else {
+            self.updates
+        }
     }
 
     /// Whether the row `key` runs: among `--only`, or the default rows without it.

@@ -1,5 +1,6 @@
-//! The floor: one core decoding the same pods with bare `serde_json` (timed in the plain parent),
-//! and what a decoded pod weighs (counted in `kcache-bench-counted`).
+//! The floor: one core decoding the same pods with bare `serde_json` (timed in a plain child,
+//! `kcache-bench floor-speeds`, so that the pods it decodes never weigh on the parent), and what
+//! a decoded pod weighs (counted in `kcache-bench-counted floor-bytes`).
 //!
 //! Bare decoding here is serde_json's fastest way: one UTF-8 check of the document, then
 //! `from_str` (which checks no string again). `from_slice` checks every string and is about
@@ -100,6 +101,30 @@ pub fn bytes(shape: PodShape, seed: u64, count: usize) -> Result<Bytes, serde_js
         decoded_per_pod,
         exact_per_pod,
     })
+}
+
+impl Speeds {
+    /// The `floor-speeds ...` line the plain child prints.
+    pub fn to_line(&self) -> String {
+        format!(
+            "floor-speeds {} {} {} {}",
+            self.pods_per_sec,
+            self.mb_per_sec,
+            self.cache_pods_per_sec,
+            self.cache_cross_thread_pods_per_sec
+        )
+    }
+
+    /// Parses a `floor-speeds ...` line.
+    pub fn parse(line: &str) -> Result<Self, Box<dyn std::error::Error>> {
+        let f = crate::child::fields(line, "floor-speeds ", 4)?;
+        Ok(Self {
+            pods_per_sec: f[0].parse()?,
+            mb_per_sec: f[1].parse()?,
+            cache_pods_per_sec: f[2].parse()?,
+            cache_cross_thread_pods_per_sec: f[3].parse()?,
+        })
+    }
 }
 
 impl Bytes {

@@ -1,8 +1,9 @@
 //! `cargo xtask bench`: kcache and kube-rs against the same fake API server and workload, each
 //! in each of its list modes, with bare `serde_json` decoding of the same pods as the floor.
 //!
-//! kcache-bench [--pods N] [--updates N] [--seed S] [--runs N] [--only ROWS | --all-rows]
-//!              [--scenario quiet,backlog] [--shape light,heavy] [--frames F] [--transport T]
+//! kcache-bench [--pods N] [--updates N] [--heavy-updates N] [--seed S] [--runs N]
+//!              [--only ROWS | --all-rows] [--scenario quiet,backlog] [--shape light,heavy]
+//!              [--frames F] [--transport T]
 //!
 //! # What is run
 //!
@@ -18,7 +19,11 @@
 //!   in, and is timed until it has seen the last one ("caught up").
 //! - Shape (`--shape`, default both): `light` pods, about 5 KB of JSON each, or `heavy` ones,
 //!   about 18 KB (more managedFields, four containers, a fuller status); the updates are of the
-//!   same shape.
+//!   same shape. The heavy tables send `--heavy-updates` updates (default a fifth of
+//!   `--updates`): the fake server keeps every update, as an object and its encoding, until it
+//!   is sent, about 70 KB each for light pods and 230 KB for heavy ones, so 100,000 heavy
+//!   updates would take it over 20 GB. It measures what its pods took and refuses to make
+//!   updates that would take more than three quarters of the memory available.
 //! - Frames (`--frames`, default `lines`): how the server cuts its watch streams: batches of
 //!   whole lines up to 64 KiB (`lines`, `lines:N`), one event per write (`event`, as
 //!   kube-apiserver writes them), or writes of exactly N bytes cutting lines anywhere
@@ -53,6 +58,9 @@
 //! - Watch events/s: quiet, updates over the burst's time (release to the last update seen);
 //!   backlog, updates over the time from the sync to the last update seen (the updates that
 //!   arrived during the sync are counted too: the figure is how fast the client caught up).
+//! - The decode floor of each shape (bare `serde_json` into k8s-openapi `Pod`s on one core) is
+//!   timed in a plain child of its own (`kcache-bench floor-speeds`) and weighed in the counting
+//!   program, so that the pods it decodes never stay in the parent's memory.
 //! - Heap bytes per cached object come from a separate run of the same row, before the timed
 //!   one, in `kcache-bench-counted`, whose global allocator counts every allocation: live bytes
 //!   right at sync divided by the objects cached (backlog: with updates arriving behind).
@@ -127,6 +135,10 @@ fn main() {
                 transport: args.transport,
             };
             server::serve(args.pods, args.updates, args.seed, setup).await
+        } else if args.floor_speeds {
+            let speeds = floor::speeds(args.shape(), args.seed, args.pods)?;
+            println!("{}", speeds.to_line());
+            Ok(())
         } else if let Some(key) = &args.client {
             client(key, &args).await
         } else {
@@ -201,8 +213,9 @@ fn counted_program() -> Result<PathBuf, BoxError> {
     }
 }
 
-/// Runs a counting child to its end and returns its last line.
-async fn counting_child(program: &Path, args: &[&str]) -> Result<String, BoxError> {
+/// Runs `program` (the counting one, or this one for a floor) to its end and returns its last
+/// line.
+async fn last_line_of(program: &Path, args: &[&str]) -> Result<String, BoxError> {
     // Not `output()`, which would capture the child's progress lines on stderr too.
     let out = tokio::process::Command::new(program)
         .args(args)
@@ -214,31 +227,36 @@ async fn counting_child(program: &Path, args: &[&str]) -> Result<String, BoxErro
         .wait_with_output()
         .await?;
     if !out.status.success() {
-        return Err(format!("kcache-bench-counted {args:?} failed ({})", out.status).into());
+        return Err(format!("{} {args:?} failed ({})", program.display(), out.status).into());
     }
     let text = String::from_utf8(out.stdout)?;
     Ok(text.lines().last().unwrap_or_default().to_owned())
 }
 
 /// What one round of one row gave.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Run {
     timed: Timed,
     counted: Counted,
     /// The server's CPU time while the timed client synced.
     server_cpu: Duration,
+    /// The HTTP versions of the timed client's requests, as the server saw them.
+    versions: String,
 }
 
 /// Runs the timed client of `row` in a child process (`current_exe client KEY ...`) against
 /// `server` in `scenario`: quiet, drives the burst between it and the server; backlog, waits
-/// for its figures.
+/// for its figures. Also returns the server's CPU during the sync and the HTTP versions the
+/// client's requests came in.
 async fn timed_child(
     row: &Row,
     server: &mut server::Server,
     pods: usize,
     updates: usize,
     scenario: Scenario,
-) -> Result<(Timed, Duration), BoxError> {
+) -> Result<(Timed, Duration, String), BoxError> {
+    // Clears the server's request log: what follows is the timed client's.
+    server.versions().await?;
     let cpu_before = server.cpu().await?;
     let (pods, updates_text) = (pods.to_string(), updates.to_string());
     let mut args = vec!["client", row.key];
@@ -267,7 +285,8 @@ async fn timed_child(
     }
     let timed = Timed::parse(&child.expect("done").await.map_err(labelled)?)?;
     child.finish(None).await;
-    Ok((timed, server_cpu))
+    let versions = server.versions().await?;
+    Ok((timed, server_cpu, versions))
 }
 
 /// The median of `v` (the mean of the middle two for an even count).
@@ -342,8 +361,8 @@ impl Summary {
     }
 }
 
-/// The floor of one shape: bare serde_json's speeds (timed here) and a decoded pod's weight
-/// (counted in the counting program).
+/// The floor of one shape: bare serde_json's speeds (timed in a plain child) and a decoded
+/// pod's weight (counted in the counting program).
 struct Floor {
     speeds: floor::Speeds,
     weights: floor::Bytes,
@@ -360,21 +379,14 @@ async fn floor_of(
         "decode floor: serde_json into k8s-openapi Pod, one core, {} pods ...",
         shape.name()
     );
-    let speeds = floor::speeds(shape, seed, pods)?;
+    let (seed, pods) = (seed.to_string(), pods.to_string());
+    let args = ["--seed", &seed, "--pods", &pods, "--shape", shape.name()];
+    let plain = std::env::current_exe()?;
+    let speeds = floor::Speeds::parse(
+        &last_line_of(&plain, &[&["floor-speeds"], &args[..]].concat()).await?,
+    )?;
     let weights = floor::Bytes::parse(
-        &counting_child(
-            counted,
-            &[
-                "floor-bytes",
-                "--seed",
-                &seed.to_string(),
-                "--pods",
-                &pods.to_string(),
-                "--shape",
-                shape.name(),
-            ],
-        )
-        .await?,
+        &last_line_of(counted, &[&["floor-bytes"], &args[..]].concat()).await?,
     )?;
     Ok(Floor { speeds, weights })
 }
@@ -382,6 +394,8 @@ async fn floor_of(
 /// One table's results: its setting and every row's figures.
 struct Table<'a> {
     setup: Setup,
+    pods: usize,
+    updates: usize,
     rows: Vec<(&'a Row, Summary)>,
 }
 
@@ -401,10 +415,15 @@ async fn bench(args: &cli::Args) -> Result<(), BoxError> {
     }
 
     println!();
+    let shapes_updates: Vec<String> = args
+        .shapes
+        .iter()
+        .map(|&s| format!("{} for {} pods", args.updates_of(s), s.name()))
+        .collect();
     println!(
-        "{} pods, {} updates, seed {}; {}; {}; {}",
+        "{} pods, updates: {}; seed {}; {}; {}; {}",
         args.pods,
-        args.updates,
+        shapes_updates.join(", "),
         args.seed,
         if args.runs > 1 {
             format!("median of {} runs per row (range in brackets)", args.runs)
@@ -449,9 +468,12 @@ async fn bench(args: &cli::Args) -> Result<(), BoxError> {
                 frames: args.frames,
                 transport: args.transport,
             };
-            let runs = run_table(args, &counted, &setup, &chosen).await?;
+            let updates = args.updates_of(*shape);
+            let runs = run_table(args, &counted, &setup, updates, &chosen).await?;
             let table = Table {
                 setup,
+                pods: args.pods,
+                updates,
                 rows: chosen
                     .iter()
                     .copied()
@@ -474,11 +496,13 @@ async fn bench(args: &cli::Args) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// Runs `--runs` rounds of every chosen row under `setup`; each row's runs.
+/// Runs `--runs` rounds of every chosen row under `setup` with `updates` updates; each row's
+/// runs.
 async fn run_table(
     args: &cli::Args,
     counted: &Path,
     setup: &Setup,
+    updates: usize,
     chosen: &[&Row],
 ) -> Result<Vec<Vec<Run>>, BoxError> {
     // Rounds of every row in turn, so that a noisy spell of the machine hits all rows alike.
@@ -492,27 +516,27 @@ async fn run_table(
                 setup.shape.name(),
                 args.runs,
                 args.pods,
-                args.updates
+                updates
             );
             // A fresh server per row: same seed, same workload, same resource versions.
-            let mut server =
-                server::Server::spawn(args.pods, args.updates, args.seed, setup).await?;
+            let mut server = server::Server::spawn(args.pods, updates, args.seed, setup).await?;
             let pods = args.pods.to_string();
             let mut counting_args = vec!["client", row.key];
             counting_args.extend(server.client_args());
             counting_args.extend(["--pods", &pods]);
-            let bytes = Counted::parse(&counting_child(counted, &counting_args).await?)?;
+            let bytes = Counted::parse(&last_line_of(counted, &counting_args).await?)?;
             // The counting client's watch must be gone before the timed client's is waited for.
             if !server.wait_no_watchers(Duration::from_secs(10)).await? {
                 return Err("the counting client's watch is still open on the server".into());
             }
-            let (timed, server_cpu) =
-                timed_child(row, &mut server, args.pods, args.updates, setup.scenario).await?;
+            let (timed, server_cpu, versions) =
+                timed_child(row, &mut server, args.pods, updates, setup.scenario).await?;
             server.quit().await;
             done.push(Run {
                 timed,
                 counted: bytes,
                 server_cpu,
+                versions,
             });
         }
     }
@@ -536,7 +560,7 @@ fn print_table(table: &Table<'_>, runs: &[Vec<Run>], floor: f64) -> Result<(), B
     let ratio = |a: &Figure, b: &Figure| a.median / b.median;
     let vs = "vs first";
     println!();
-    println!("### {}", table.setup.title());
+    println!("### {}", table.setup.title(table.pods, table.updates));
     println!();
     match table.setup.scenario {
         Scenario::Quiet => {
@@ -625,6 +649,22 @@ fn print_table(table: &Table<'_>, runs: &[Vec<Run>], floor: f64) -> Result<(), B
          The server used at most {server_cpu:.2} s of CPU between a client's start and its sync.",
         base_row.label
     );
+    if table.setup.transport.tls() {
+        let seen: Vec<String> = table
+            .rows
+            .iter()
+            .zip(runs)
+            .map(|((row, _), r)| {
+                let mut v: Vec<&str> = r.iter().map(|r| r.versions.as_str()).collect();
+                v.dedup();
+                format!("{} {}", row.key, v.join(" / "))
+            })
+            .collect();
+        println!(
+            "HTTP versions of each row's timed requests, as the server saw them: {}.",
+            seen.join("; ")
+        );
+    }
     Ok(())
 }
 

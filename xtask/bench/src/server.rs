@@ -46,7 +46,8 @@ impl Drop for TempFile {
 /// scenario: pause the watches, write N pod updates; answered with `prepared <rv>`), `release`
 /// (resume the watches: the burst begins; answered with `released`), `cpu` (answered with
 /// `cpu <user s> <system s>`, this process's CPU time so far), `watchers` (answered with
-/// `watchers N`, the open watches) and `quit`.
+/// `watchers N`, the open watches), `versions` (answered with `versions V,...`, the HTTP
+/// versions of the requests since the last `versions`, which clears the log) and `quit`.
 pub async fn serve(pods: usize, updates: usize, seed: u64, setup: Setup) -> Result<(), BoxError> {
     let server = FakeApiServer::builder()
         .history_limit(pods + updates + 1000)
@@ -58,6 +59,7 @@ pub async fn serve(pods: usize, updates: usize, seed: u64, setup: Setup) -> Resu
         .start()
         .await?;
     let resource = ServedResource::pods();
+    let rss_before = crate::procfs::rss()?;
     let mut created = Vec::with_capacity(pods);
     for pod in workload::shaped_pods(setup.shape, seed, pods, NAMESPACES) {
         created.push(server.create(&resource, pod)?);
@@ -65,6 +67,11 @@ pub async fn serve(pods: usize, updates: usize, seed: u64, setup: Setup) -> Resu
     if created.is_empty() && updates > 0 {
         return Err("updates need at least one pod".into());
     }
+    fits(
+        (crate::procfs::rss()?.saturating_sub(rss_before)) / pods.max(1),
+        updates,
+        setup,
+    )?;
     // Every update is a change of a pod as it was created, the same ones in every scenario.
     let mut generator = PodGenerator::with_shape(seed ^ 0x5eed, NAMESPACES, setup.shape);
     let mut update = |i: usize| generator.mutate(&created[i % created.len()]);
@@ -158,6 +165,21 @@ pub async fn serve(pods: usize, updates: usize, seed: u64, setup: Setup) -> Resu
                 .await?;
                 out.flush().await?;
             }
+            (Some("versions"), _) => {
+                let mut versions: Vec<String> =
+                    server.requests().into_iter().map(|r| r.version).collect();
+                server.clear_requests();
+                versions.sort();
+                versions.dedup();
+                let line = if versions.is_empty() {
+                    "none".to_owned()
+                } else {
+                    versions.join(",")
+                };
+                out.write_all(format!("versions {line}\n").as_bytes())
+                    .await?;
+                out.flush().await?;
+            }
             (Some("watchers"), _) => {
                 let n = server.watcher_count(&resource);
                 out.write_all(format!("watchers {n}\n").as_bytes()).await?;
@@ -169,6 +191,28 @@ pub async fn serve(pods: usize, updates: usize, seed: u64, setup: Setup) -> Resu
     }
     server.shutdown().await;
     drop(kubeconfig);
+    Ok(())
+}
+
+/// Fails, before they are made, if `updates` updates of `setup`'s shape would take the server
+/// past three quarters of the memory the machine has available, at `per_object` bytes each
+/// (what each pod took: every update is kept as long, as an object and its encoding, until it
+/// is sent). On a shared machine a bench run must not get the kernel's OOM killer to pick a
+/// process.
+fn fits(per_object: usize, updates: usize, setup: Setup) -> Result<(), BoxError> {
+    let need = per_object.saturating_mul(updates);
+    let available = crate::procfs::mem_available()?;
+    if need / 3 > available / 4 {
+        return Err(format!(
+            "the fake server would need about {:.1} GB more for {updates} updates of {} pods ({:.0} KB each as it keeps them), \
+             and the machine has {:.1} GB available: run fewer (--updates, --heavy-updates) or free memory",
+            need as f64 / 1e9,
+            setup.shape.name(),
+            per_object as f64 / 1e3,
+            available as f64 / 1e9
+        )
+        .into());
+    }
     Ok(())
 }
 
@@ -256,6 +300,16 @@ impl Server {
         Ok(std::time::Duration::from_secs_f64(
             f[0].parse::<f64>()? + f[1].parse::<f64>()?,
         ))
+    }
+
+    /// The HTTP versions of the requests since the last call (`HTTP/1.1`, `HTTP/2.0`, joined
+    /// by commas).
+    pub async fn versions(&mut self) -> Result<String, BoxError> {
+        let reply = self.command("versions").await?;
+        Ok(reply
+            .strip_prefix("versions ")
+            .ok_or_else(|| format!("unexpected {reply:?}"))?
+            .to_owned())
     }
 
     /// Waits until no watch is open (a client that exited has been noticed), for at most

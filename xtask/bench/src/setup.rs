@@ -144,10 +144,10 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// The table's title.
-    pub fn title(&self) -> String {
+    /// The table's title, for `pods` pods and `updates` updates.
+    pub fn title(&self, pods: usize, updates: usize) -> String {
         format!(
-            "{} scenario, {} pods; {}; {}",
+            "{} scenario: {pods} {} pods, {updates} updates; {}; {}",
             self.scenario.name(),
             self.shape.name(),
             self.frames.describe(),
