@@ -2,8 +2,10 @@
 //!
 //! The comparison program lives in `xtask/bench`, its own workspace, so that building kube-rs
 //! never slows down `cargo xtask ci`. It is built in release mode and run with `ARGS`
-//! (`--pods N`, `--updates N`, `--seed S`); it prints a table of ratios. The criterion suites are
-//! separate: `cargo bench -p kcache-<crate>`.
+//! (`--pods N`, `--updates N`, `--seed S`, `--runs N`, `--only ROWS`, `--scenario LIST`,
+//! `--shape LIST`, `--frames F`, `--transport T`; `--help` describes them); it prints a table of
+//! ratios per scenario and pod shape, then a summary against the targets. The criterion suites
+//! are separate: `cargo bench -p kcache-<crate>`.
 
 use std::ffi::OsString;
 use std::path::Path;

@@ -39,7 +39,9 @@ Tasks:
   chaos   the full stack against the fake API server with random faults (`--seeds N`, default
           20, or `--seed S` to replay one); prints the seed of any failure
   bench   kcache and kube-rs side by side on the same fake server and workload; arguments go
-          to the bench program (`--pods N`, `--updates N`, `--seed S`)
+          to the bench program (`--pods N`, `--updates N`, `--seed S`, `--runs N`, `--only ROWS`,
+          `--scenario quiet,backlog`, `--shape light,heavy`, `--frames lines|event|split:N`,
+          `--transport http|https|https-h1`; `cargo xtask bench --help` lists them)
   help    print this text
 ";
 

@@ -3,9 +3,10 @@
 //! which client, in which list mode, with which options.
 //!
 //! A client is started and synced by [`start`]; [`timed`] (in a plain process) measures its
-//! sync time, resident memory and watch throughput, [`counted`] (in the counting process)
-//! the heap bytes it keeps.
+//! sync time and CPU, resident memory and watch throughput and CPU in the table's scenario,
+//! [`counted`] (in the counting process) the heap bytes it keeps once synced.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -19,6 +20,7 @@ use kcache_store::{Compact as CompactObject, CompactCodec, Object};
 use tokio_util::sync::CancellationToken;
 
 use crate::procfs;
+use crate::setup::Scenario;
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -133,6 +135,18 @@ pub const ROWS: &[Row] = &[
     row("compact-kube", "kcache Compact<Pod> over kube-rs's Client, same Config", kcache_on_kube(Compact, Streaming)),
 ];
 
+/// The rows run when `--only` is not given: kube-rs's two list modes, kcache's typed and compact
+/// caches in both of theirs, and kcache over kube-rs's `Client` in kube-rs's default mode.
+pub const DEFAULT_ROWS: &[&str] = &[
+    "kube-rs",
+    "kube-rs-stream",
+    "kcache",
+    "kcache-paged",
+    "compact",
+    "compact-paged",
+    "kcache-kube-paged",
+];
+
 /// The row named `key`.
 pub fn row_of(key: &str) -> Result<&'static Row, BoxError> {
     ROWS.iter()
@@ -170,6 +184,24 @@ async fn wait_for(what: &str, limit: Duration, cond: impl Fn() -> bool) -> Resul
     Ok(())
 }
 
+/// Where a client finds the server: its URL, and over HTTPS the kubeconfig the server wrote
+/// (its URL and CA; every client builds its config from it).
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub url: String,
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl Target {
+    /// kcache's client config: `Config::new(url)`, or the kubeconfig's over HTTPS.
+    fn kcache_config(&self) -> Result<Config, BoxError> {
+        Ok(match &self.kubeconfig {
+            Some(path) => Config::from_kubeconfig_path(path)?,
+            None => Config::new(self.url.parse()?),
+        })
+    }
+}
+
 /// A synced client: how many objects it caches, how many updates it has seen, and how to stop it.
 pub struct Running {
     cached: Box<dyn Fn() -> usize + Send + Sync>,
@@ -192,8 +224,8 @@ impl Running {
     }
 }
 
-/// Starts `which` against the server at `url` and returns once its initial list is cached.
-pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
+/// Starts `which` against the server at `target` and returns once its initial list is cached.
+pub async fn start(which: Which, target: &Target) -> Result<Running, BoxError> {
     let seen = Arc::new(AtomicUsize::new(0));
     let cancel = CancellationToken::new();
     match which {
@@ -207,14 +239,14 @@ pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
             Typed => {
                 let lw: Arc<dyn ListerWatcher<Pod>> = match backend {
                     Backend::Http => Arc::new(
-                        HttpListerWatcher::<Pod>::typed(Client::new(Config::new(url.parse()?))?)
+                        HttpListerWatcher::<Pod>::typed(Client::new(target.kcache_config()?)?)
                             .all_namespaces()
                             .skip_managed_fields(lean)
                             .exact_capacities(lean)
                             .build(),
                     ),
                     Backend::Kube => Arc::new(
-                        KubeListerWatcher::<Pod>::builder(kube_pods(url)?)
+                        KubeListerWatcher::<Pod>::builder(kube_pods(target).await?)
                             .skip_managed_fields(lean)
                             .exact_capacities(lean)
                             .build(),
@@ -227,14 +259,14 @@ pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
                 let lw: Arc<dyn ListerWatcher<CompactObject<Pod>>> = match backend {
                     Backend::Http => Arc::new(
                         HttpListerWatcher::<CompactObject<Pod>>::compact_typed(Client::new(
-                            Config::new(url.parse()?),
+                            target.kcache_config()?,
                         )?)
                         .all_namespaces()
                         .codec(codec)
                         .build(),
                     ),
                     Backend::Kube => Arc::new(
-                        KubeListerWatcher::<CompactObject<Pod>>::compact(kube_pods(url)?)
+                        KubeListerWatcher::<CompactObject<Pod>>::compact(kube_pods(target).await?)
                             .codec(codec)
                             .build(),
                     ),
@@ -243,7 +275,7 @@ pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
             }
         },
         Which::KubeRs { list, own_thread } => {
-            let api = kube_pods(url)?;
+            let api = kube_pods(target).await?;
             let (reader, writer) = kube::runtime::reflector::store();
             let config = match list {
                 Paginated => kube::runtime::watcher::Config::default(),
@@ -284,17 +316,31 @@ pub async fn start(which: Which, url: &str) -> Result<Running, BoxError> {
 }
 
 /// The `kube::Config` of every row over kube-rs's `Client`, kube-rs's own and kcache's over it
-/// alike: kube-rs's default for the server at `url` (`default_retry` on: its retry layer runs,
-/// though the bench's server, never answering 429, 503 or 504, gives it nothing to retry).
-/// One config for both, so that no row pays for a layer the other goes without.
-pub fn kube_config(url: &str) -> Result<kube::Config, BoxError> {
-    Ok(kube::Config::new(url.parse()?))
+/// alike: kube-rs's default for the server at `target` (`default_retry` on: its retry layer
+/// runs, though the bench's server, never answering 429, 503 or 504, gives it nothing to
+/// retry), from its URL, or over HTTPS from the server's kubeconfig (as kcache's own client's
+/// config then is). One config for both, so that no row pays for a layer the other goes
+/// without.
+pub async fn kube_config(target: &Target) -> Result<kube::Config, BoxError> {
+    Ok(match &target.kubeconfig {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)?;
+            kube::Config::from_custom_kubeconfig(
+                kube::config::Kubeconfig::from_yaml(&text)?,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await?
+        }
+        None => kube::Config::new(target.url.parse()?),
+    })
 }
 
-/// kube-rs's `Api` of pods in every namespace of the server at `url`, over a client of
+/// kube-rs's `Api` of pods in every namespace of the server at `target`, over a client of
 /// [`kube_config`].
-fn kube_pods(url: &str) -> Result<kube::Api<Pod>, BoxError> {
-    Ok(kube::Api::all(kube::Client::try_from(kube_config(url)?)?))
+async fn kube_pods(target: &Target) -> Result<kube::Api<Pod>, BoxError> {
+    Ok(kube::Api::all(kube::Client::try_from(
+        kube_config(target).await?,
+    )?))
 }
 
 /// Starts kcache's informer over `lw` and returns once it has synced.
@@ -344,32 +390,41 @@ async fn start_kcache<T: Object + serde::de::DeserializeOwned>(
 /// What one timed run measured, in a plain process.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Timed {
+    /// Start to synced.
     pub sync: Duration,
     /// `VmHWM` at sync less `VmRSS` before the client started.
     pub sync_peak_rss: usize,
-    /// `VmRSS` once synced and idle (right before the burst) less `VmRSS` before the start.
+    /// `VmRSS` less `VmRSS` before the start: quiet, once synced and idle (right before the
+    /// burst); backlog, once caught up.
     pub steady_rss: usize,
     /// `VmRSS` before the client started: the process and its runtime.
     pub baseline_rss: usize,
     pub cached: usize,
+    /// Quiet: updates / the burst's time (release to the last one seen); backlog: updates /
+    /// (caught up less sync).
     pub events_per_sec: f64,
     /// The client process's CPU during the sync (user, system).
     pub user: Duration,
     pub system: Duration,
+    /// The client process's CPU (user + system): quiet, during the burst; backlog, from the
+    /// start until caught up (the sync's included).
+    pub events_cpu: Duration,
+    /// Backlog: start to the last update seen (zero in the quiet scenario).
+    pub caught_up: Duration,
 }
 
-/// Starts `row`'s client against `url` and waits for its sync: the running client, the sync's
-/// wall time and this process's CPU during it. Fails unless it cached all `pods`.
+/// Starts `row`'s client against `target` and waits for its sync: the running client, the sync's
+/// wall time and this process's CPU during it, both from `start` and `cpu`. Fails unless it cached
+/// all `pods`.
 async fn synced(
     row: &Row,
-    url: &str,
+    target: &Target,
     pods: usize,
+    (start_clock, start_cpu): (Instant, procfs::Cpu),
 ) -> Result<(Running, Duration, procfs::Cpu), BoxError> {
-    let cpu = procfs::Cpu::now()?;
-    let clock = Instant::now();
-    let running = start(row.which, url).await?;
-    let sync = clock.elapsed();
-    let cpu = procfs::Cpu::now()?.since(cpu);
+    let running = start(row.which, target).await?;
+    let sync = start_clock.elapsed();
+    let cpu = procfs::Cpu::now()?.since(start_cpu);
     let n = running.cached();
     if n != pods {
         return Err(format!("{}: cached {n} pods, expected {pods}", row.label).into());
@@ -377,18 +432,47 @@ async fn synced(
     Ok((running, sync, cpu))
 }
 
+/// This process's clock and CPU now: where a client's figures count from.
+fn now() -> Result<(Instant, procfs::Cpu), BoxError> {
+    let cpu = procfs::Cpu::now()?;
+    Ok((Instant::now(), cpu))
+}
+
+/// Waits until `seen` reaches `want`, for at most a generous limit for `updates` events (the
+/// slowest client here takes about 10 s for 100,000).
+async fn wait_for_updates(
+    row: &Row,
+    seen: &AtomicUsize,
+    want: usize,
+    updates: usize,
+) -> Result<(), BoxError> {
+    let limit = Duration::from_secs(60 + (updates / 1000) as u64);
+    if let Err(e) = wait_for("watch events", limit, || {
+        seen.load(Ordering::Relaxed) >= want
+    })
+    .await
+    {
+        let got = updates.saturating_sub(want.saturating_sub(seen.load(Ordering::Relaxed)));
+        return Err(format!("{}: {e}: {got} of {updates} arrived", row.label).into());
+    }
+    Ok(())
+}
+
 /// Runs `row` in this (plain) process: initial sync of every pod, then `updates` watch events,
-/// with the parent releasing the burst.
+/// as `scenario` has them come: quiet, in a burst the parent releases after the sync; backlog,
+/// queued behind the initial state, timed until the last is seen.
 pub async fn timed(
     row: &Row,
-    url: &str,
+    target: &Target,
     pods: usize,
     updates: usize,
+    scenario: Scenario,
     parent: &mut Parent,
 ) -> Result<Timed, BoxError> {
     let baseline_rss = procfs::rss()?;
     procfs::reset_peak_rss()?;
-    let (running, sync, cpu) = synced(row, url, pods).await?;
+    let (start_clock, start_cpu) = now()?;
+    let (running, sync, cpu) = synced(row, target, pods, (start_clock, start_cpu)).await?;
     let sync_peak_rss = procfs::peak_rss()?.saturating_sub(baseline_rss);
     eprintln!(
         "  client: synced in {:.2} s (user {:.2} s, system {:.2} s, {} minor faults)",
@@ -397,38 +481,67 @@ pub async fn timed(
         cpu.system.as_secs_f64(),
         cpu.minor_faults
     );
-
-    // The parent has the server write the updates while its watches are paused, then
-    // releases them once this side's clock runs.
-    parent.synced().await?;
-    let steady_rss = procfs::rss()?.saturating_sub(baseline_rss);
     let seen = Arc::clone(&running.seen);
-    let before = seen.load(Ordering::Relaxed);
-    let burst = Instant::now();
-    parent.started().await?;
-    // Generous: the slowest client here takes about 10 s for 100,000 events.
-    let limit = Duration::from_secs(60 + (updates / 1000) as u64);
-    if let Err(e) = wait_for("watch events", limit, || {
-        seen.load(Ordering::Relaxed) >= before + updates
-    })
-    .await
-    {
-        let got = seen.load(Ordering::Relaxed) - before;
-        return Err(format!("{}: {e}: {got} of {updates} arrived", row.label).into());
-    }
-    let elapsed = burst.elapsed().as_secs_f64();
-    eprintln!("  client: {updates} watch events taken in {elapsed:.2} s");
+    let timed = match scenario {
+        Scenario::Quiet => {
+            // The parent has the server write the updates while its watches are paused, then
+            // releases them once this side's clock runs.
+            parent.synced().await?;
+            let steady_rss = procfs::rss()?.saturating_sub(baseline_rss);
+            let before = seen.load(Ordering::Relaxed);
+            let (burst, burst_cpu) = now()?;
+            parent.started().await?;
+            wait_for_updates(row, &seen, before + updates, updates).await?;
+            let elapsed = burst.elapsed().as_secs_f64();
+            let events_cpu = procfs::Cpu::now()?.since(burst_cpu);
+            eprintln!(
+                "  client: {updates} watch events taken in {elapsed:.2} s (user {:.2} s, system {:.2} s)",
+                events_cpu.user.as_secs_f64(),
+                events_cpu.system.as_secs_f64()
+            );
+            Timed {
+                sync,
+                sync_peak_rss,
+                steady_rss,
+                baseline_rss,
+                cached: pods,
+                events_per_sec: updates as f64 / elapsed,
+                user: cpu.user,
+                system: cpu.system,
+                events_cpu: events_cpu.user + events_cpu.system,
+                caught_up: Duration::ZERO,
+            }
+        }
+        Scenario::Backlog => {
+            // The updates are already coming: the parent is told, nothing is waited for.
+            parent.say("synced").await?;
+            wait_for_updates(row, &seen, updates, updates).await?;
+            let caught_up = start_clock.elapsed();
+            let total_cpu = procfs::Cpu::now()?.since(start_cpu);
+            let steady_rss = procfs::rss()?.saturating_sub(baseline_rss);
+            let after_sync = caught_up.saturating_sub(sync).as_secs_f64();
+            eprintln!(
+                "  client: caught up with {updates} queued updates {:.2} s after its start, {after_sync:.2} s after its sync (user {:.2} s, system {:.2} s from the start)",
+                caught_up.as_secs_f64(),
+                total_cpu.user.as_secs_f64(),
+                total_cpu.system.as_secs_f64()
+            );
+            Timed {
+                sync,
+                sync_peak_rss,
+                steady_rss,
+                baseline_rss,
+                cached: pods,
+                events_per_sec: updates as f64 / after_sync.max(1e-6),
+                user: cpu.user,
+                system: cpu.system,
+                events_cpu: total_cpu.user + total_cpu.system,
+                caught_up,
+            }
+        }
+    };
     running.stop().await?;
-    Ok(Timed {
-        sync,
-        sync_peak_rss,
-        steady_rss,
-        baseline_rss,
-        cached: pods,
-        events_per_sec: updates as f64 / elapsed,
-        user: cpu.user,
-        system: cpu.system,
-    })
+    Ok(timed)
 }
 
 /// What the counting run measured: heap bytes the client holds once synced, and at its peak.
@@ -441,11 +554,11 @@ pub struct Counted {
 
 /// Runs `row` to its sync in the counting process (`kcache-bench-counted`) and returns the heap
 /// bytes it holds.
-pub async fn counted(row: &Row, url: &str, pods: usize) -> Result<Counted, BoxError> {
+pub async fn counted(row: &Row, target: &Target, pods: usize) -> Result<Counted, BoxError> {
     use crate::alloc;
     let baseline = alloc::current();
     alloc::reset_peak();
-    let (running, sync, cpu) = synced(row, url, pods).await?;
+    let (running, sync, cpu) = synced(row, target, pods, now()?).await?;
     let live = usize::try_from(alloc::current() - baseline).unwrap_or(0);
     let peak = usize::try_from(alloc::peak() - baseline).unwrap_or(0);
     eprintln!(
@@ -463,8 +576,8 @@ pub async fn counted(row: &Row, url: &str, pods: usize) -> Result<Counted, BoxEr
     })
 }
 
-/// The child's side of the parent's protocol: `synced` (then wait for `go`), `started`, and the
-/// figures as the last line.
+/// The child's side of the parent's protocol: `synced` (quiet: then wait for `go`; backlog: go
+/// on), `started` (quiet), and the figures as the last line.
 pub struct Parent {
     lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>,
 }
@@ -511,7 +624,7 @@ impl Timed {
     /// The `done ...` line a timed child ends with.
     pub fn to_line(&self) -> String {
         format!(
-            "done {} {} {} {} {} {} {} {}",
+            "done {} {} {} {} {} {} {} {} {} {}",
             self.sync.as_secs_f64(),
             self.sync_peak_rss,
             self.steady_rss,
@@ -519,13 +632,15 @@ impl Timed {
             self.cached,
             self.events_per_sec,
             self.user.as_secs_f64(),
-            self.system.as_secs_f64()
+            self.system.as_secs_f64(),
+            self.events_cpu.as_secs_f64(),
+            self.caught_up.as_secs_f64()
         )
     }
 
     /// Parses a timed child's `done ...` line.
     pub fn parse(line: &str) -> Result<Self, BoxError> {
-        let f = crate::child::fields(line, "done ", 8)?;
+        let f = crate::child::fields(line, "done ", 10)?;
         Ok(Self {
             sync: Duration::from_secs_f64(f[0].parse()?),
             sync_peak_rss: f[1].parse()?,
@@ -535,6 +650,8 @@ impl Timed {
             events_per_sec: f[5].parse()?,
             user: Duration::from_secs_f64(f[6].parse()?),
             system: Duration::from_secs_f64(f[7].parse()?),
+            events_cpu: Duration::from_secs_f64(f[8].parse()?),
+            caught_up: Duration::from_secs_f64(f[9].parse()?),
         })
     }
 }

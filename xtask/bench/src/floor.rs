@@ -1,5 +1,6 @@
-//! The floor: one core decoding the same pods with bare `serde_json` (timed in the plain parent),
-//! and what a decoded pod weighs (counted in `kcache-bench-counted`).
+//! The floor: one core decoding the same pods with bare `serde_json` (timed in a plain child,
+//! `kcache-bench floor-speeds`, so that the pods it decodes never weigh on the parent), and what
+//! a decoded pod weighs (counted in `kcache-bench-counted floor-bytes`).
 //!
 //! Bare decoding here is serde_json's fastest way: one UTF-8 check of the document, then
 //! `from_str` (which checks no string again). `from_slice` checks every string and is about
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
-use kcache_testing::workload;
+use kcache_testing::workload::{self, PodShape};
 
 use crate::alloc;
 use crate::server::NAMESPACES;
@@ -44,18 +45,18 @@ fn decode_pod(doc: &[u8]) -> Result<Pod, serde_json::Error> {
     }
 }
 
-/// The JSON of `count` workload pods.
-fn docs(seed: u64, count: usize) -> Result<Vec<Vec<u8>>, serde_json::Error> {
-    workload::pods(seed, count, NAMESPACES)
+/// The JSON of `count` workload pods of `shape`.
+fn docs(shape: PodShape, seed: u64, count: usize) -> Result<Vec<Vec<u8>>, serde_json::Error> {
+    workload::shaped_pods(shape, seed, count, NAMESPACES)
         .iter()
         .map(serde_json::to_vec)
         .collect()
 }
 
-/// Decoded pods per second and MB/s for `count` workload pods (best of three passes), and the
-/// rates of decoding into a cache.
-pub fn speeds(seed: u64, count: usize) -> Result<Speeds, serde_json::Error> {
-    let docs = docs(seed, count)?;
+/// Decoded pods per second and MB/s for `count` workload pods of `shape` (best of three
+/// passes), and the rates of decoding into a cache.
+pub fn speeds(shape: PodShape, seed: u64, count: usize) -> Result<Speeds, serde_json::Error> {
+    let docs = docs(shape, seed, count)?;
     let bytes: usize = docs.iter().map(Vec::len).sum();
     let (cache_pods_per_sec, cache_cross_thread_pods_per_sec) = cache_rates(&docs)?;
     let mut best = f64::MAX;
@@ -74,9 +75,10 @@ pub fn speeds(seed: u64, count: usize) -> Result<Speeds, serde_json::Error> {
     })
 }
 
-/// The heap bytes of `count` decoded workload pods, per pod; needs the counting allocator.
-pub fn bytes(seed: u64, count: usize) -> Result<Bytes, serde_json::Error> {
-    let docs = docs(seed, count)?;
+/// The heap bytes of `count` decoded workload pods of `shape`, per pod; needs the counting
+/// allocator.
+pub fn bytes(shape: PodShape, seed: u64, count: usize) -> Result<Bytes, serde_json::Error> {
+    let docs = docs(shape, seed, count)?;
     let base = alloc::current();
     let pods: Vec<Arc<Pod>> = docs
         .iter()
@@ -99,6 +101,30 @@ pub fn bytes(seed: u64, count: usize) -> Result<Bytes, serde_json::Error> {
         decoded_per_pod,
         exact_per_pod,
     })
+}
+
+impl Speeds {
+    /// The `floor-speeds ...` line the plain child prints.
+    pub fn to_line(&self) -> String {
+        format!(
+            "floor-speeds {} {} {} {}",
+            self.pods_per_sec,
+            self.mb_per_sec,
+            self.cache_pods_per_sec,
+            self.cache_cross_thread_pods_per_sec
+        )
+    }
+
+    /// Parses a `floor-speeds ...` line.
+    pub fn parse(line: &str) -> Result<Self, Box<dyn std::error::Error>> {
+        let f = crate::child::fields(line, "floor-speeds ", 4)?;
+        Ok(Self {
+            pods_per_sec: f[0].parse()?,
+            mb_per_sec: f[1].parse()?,
+            cache_pods_per_sec: f[2].parse()?,
+            cache_cross_thread_pods_per_sec: f[3].parse()?,
+        })
+    }
 }
 
 impl Bytes {

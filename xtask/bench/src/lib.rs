@@ -9,3 +9,4 @@ pub mod clients;
 pub mod floor;
 pub mod procfs;
 pub mod server;
+pub mod setup;

@@ -1,23 +1,34 @@
 //! What the kernel says about this process: resident memory (`VmRSS`, and its high-water mark
-//! `VmHWM`, which `clear_refs` resets) and CPU time, from `/proc/self`.
+//! `VmHWM`, which `clear_refs` resets) and CPU time, from `/proc/self`; and the memory the
+//! machine has to give (`MemAvailable` of `/proc/meminfo`).
 
 use std::time::Duration;
 
 type BoxError = Box<dyn std::error::Error>;
 
-/// A line `NAME:   123 kB` of `/proc/self/status`, in bytes.
-fn status_bytes(name: &str) -> Result<usize, BoxError> {
-    let status = std::fs::read_to_string("/proc/self/status")?;
-    let line = status
+/// A line `NAME:   123 kB` of `file`, in bytes.
+fn kb_line(file: &str, name: &str) -> Result<usize, BoxError> {
+    let text = std::fs::read_to_string(file)?;
+    let line = text
         .lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .ok_or_else(|| format!("no {name} in /proc/self/status"))?;
+        .ok_or_else(|| format!("no {name} in {file}"))?;
     let kb: usize = line
         .split_whitespace()
         .next()
-        .ok_or_else(|| format!("empty {name} in /proc/self/status"))?
+        .ok_or_else(|| format!("empty {name} in {file}"))?
         .parse()?;
     Ok(kb * 1024)
+}
+
+/// A line `NAME:   123 kB` of `/proc/self/status`, in bytes.
+fn status_bytes(name: &str) -> Result<usize, BoxError> {
+    kb_line("/proc/self/status", name)
+}
+
+/// The memory the machine can give without swapping (`MemAvailable`), in bytes.
+pub fn mem_available() -> Result<usize, BoxError> {
+    kb_line("/proc/meminfo", "MemAvailable")
 }
 
 /// Resident memory now.

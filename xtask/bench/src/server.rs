@@ -1,59 +1,118 @@
 //! The fake API server in a child process, so its own allocations and CPU are not counted
 //! against the client being measured. The parent drives it over stdin/stdout.
 //!
-//! The server makes every update it will send before it prints its URL; while a client syncs it
-//! only serves (the parent asks for its CPU time before and after each sync and prints the
-//! difference). The updates are written to its store after the client's sync, with the watches
-//! paused, and released as one burst.
+//! The server makes its pods (of the table's shape) and every update it will send before it
+//! prints its URL; while a client syncs it only serves (the parent asks for its CPU time before
+//! and after each sync and prints the difference). What happens to the updates depends on the
+//! scenario:
+//!
+//! - `quiet`: they are made (each a [`PodGenerator::mutate`] of a pod as created) before the
+//!   URL is printed, and written to the store after the client's sync, with the watches paused;
+//!   then released as one burst.
+//! - `backlog`: the same updates are written before the URL is printed, then the server serves
+//!   the latest state as of the resource version before them
+//!   ([`FakeApiServer::set_latest_as_of`]): every list (and a watch-list's initial events) is the
+//!   state before the updates, and the updates follow it from the history.
+//!
+//! Over HTTPS the server writes its kubeconfig (its URL and CA) to a temporary file, prints
+//! the file's path after its URL, and removes it when it ends.
+
+use std::path::PathBuf;
 
 use kcache_testing::workload::{self, PodGenerator};
 
 use crate::child::Child;
+use crate::setup::{Scenario, Setup, Transport};
 use kcache_testing_server::FakeApiServer;
 use kcache_testing_server::fake_api_server::ServedResource;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
+type BoxError = Box<dyn std::error::Error>;
+
 /// Namespaces the workload spreads pods over.
 pub const NAMESPACES: usize = 20;
 
-/// `serve` mode: start the server with `pods` pods, print its URL, then obey commands:
-/// `prepare N` (pause the watches, make N pod updates; answered with `prepared <rv>`),
-/// `release` (resume the watches: the burst begins; answered with `released`), `cpu` (answered
-/// with `cpu <user s> <system s>`, this process's CPU time so far), `watchers` (answered with
-/// `watchers N`, the open watches) and `quit`.
-pub async fn serve(
-    pods: usize,
-    updates: usize,
-    seed: u64,
-) -> Result<(), Box<dyn std::error::Error>> {
+/// A file removed when dropped: the server's kubeconfig.
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `serve` mode: start the server with `pods` pods of `setup`'s shape, print `url URL` and
+/// `kubeconfig PATH` (`kubeconfig -` over plain HTTP), then obey commands: `prepare N` (quiet
+/// scenario: pause the watches, write N pod updates; answered with `prepared <rv>`), `release`
+/// (resume the watches: the burst begins; answered with `released`), `cpu` (answered with
+/// `cpu <user s> <system s>`, this process's CPU time so far), `watchers` (answered with
+/// `watchers N`, the open watches), `versions` (answered with `versions V,...`, the HTTP
+/// versions of the requests since the last `versions`, which clears the log) and `quit`.
+pub async fn serve(pods: usize, updates: usize, seed: u64, setup: Setup) -> Result<(), BoxError> {
     let server = FakeApiServer::builder()
         .history_limit(pods + updates + 1000)
         .watcher_buffer(updates + pods + 1000)
+        .watch_frames(setup.frames.0)
+        .tls(setup.transport.tls())
+        .http2(setup.transport != Transport::HttpsH1)
         .seed(seed)
         .start()
         .await?;
     let resource = ServedResource::pods();
-    let mut names = Vec::with_capacity(pods);
-    for pod in workload::pods(seed, pods, NAMESPACES) {
-        let created = server.create(&resource, pod)?;
-        names.push((
-            created.metadata.namespace.clone(),
-            created.metadata.name.clone().unwrap_or_default(),
-        ));
+    let rss_before = crate::procfs::rss()?;
+    let mut created = Vec::with_capacity(pods);
+    for pod in workload::shaped_pods(setup.shape, seed, pods, NAMESPACES) {
+        created.push(server.create(&resource, pod)?);
     }
-    // Updates are made before they are timed, so the clients, not the generator, set the pace.
-    let mut generator = PodGenerator::new(seed ^ 0x5eed, NAMESPACES);
-    let mut prepared = Vec::with_capacity(updates);
-    for i in 0..updates {
-        let (ns, name) = &names[i % names.len()];
-        let current = server
-            .get(&resource, ns.as_deref(), name)
-            .ok_or("pod vanished")?;
-        prepared.push(generator.mutate(&current));
+    if created.is_empty() && updates > 0 {
+        return Err("updates need at least one pod".into());
+    }
+    fits(
+        (crate::procfs::rss()?.saturating_sub(rss_before)) / pods.max(1),
+        updates,
+        setup,
+    )?;
+    // Every update is a change of a pod as it was created, the same ones in every scenario.
+    let mut generator = PodGenerator::with_shape(seed ^ 0x5eed, NAMESPACES, setup.shape);
+    let mut update = |i: usize| generator.mutate(&created[i % created.len()]);
+    let mut prepared = Vec::new();
+    match setup.scenario {
+        Scenario::Quiet => {
+            // Updates are made before they are timed, so the clients, not the generator, set
+            // the pace.
+            prepared = (0..updates).map(&mut update).collect();
+        }
+        Scenario::Backlog => {
+            let rv0 = server.resource_version();
+            let started = std::time::Instant::now();
+            for i in 0..updates {
+                server.update(&resource, update(i))?;
+            }
+            server.set_latest_as_of(Some(rv0)).map_err(|compacted| {
+                format!("the history no longer reaches {rv0} (compacted to {compacted})")
+            })?;
+            eprintln!(
+                "  server: {updates} updates written in {:.2} s, queued behind the state at resource version {rv0}",
+                started.elapsed().as_secs_f64()
+            );
+        }
     }
     let mut prepared = prepared.into_iter();
+    drop(created);
+    let kubeconfig = if setup.transport.tls() {
+        let path =
+            std::env::temp_dir().join(format!("kcache-bench-{}.kubeconfig", std::process::id()));
+        server.write_kubeconfig(&path)?;
+        Some(TempFile(path))
+    } else {
+        None
+    };
     let mut out = tokio::io::stdout();
-    out.write_all(format!("url {}\n", server.url()).as_bytes())
+    let kubeconfig_line = match &kubeconfig {
+        Some(file) => format!("kubeconfig {}\n", file.0.display()),
+        None => "kubeconfig -\n".to_owned(),
+    };
+    out.write_all(format!("url {}\n{kubeconfig_line}", server.url()).as_bytes())
         .await?;
     out.flush().await?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
@@ -106,6 +165,21 @@ pub async fn serve(
                 .await?;
                 out.flush().await?;
             }
+            (Some("versions"), _) => {
+                let mut versions: Vec<String> =
+                    server.requests().into_iter().map(|r| r.version).collect();
+                server.clear_requests();
+                versions.sort();
+                versions.dedup();
+                let line = if versions.is_empty() {
+                    "none".to_owned()
+                } else {
+                    versions.join(",")
+                };
+                out.write_all(format!("versions {line}\n").as_bytes())
+                    .await?;
+                out.flush().await?;
+            }
             (Some("watchers"), _) => {
                 let n = server.watcher_count(&resource);
                 out.write_all(format!("watchers {n}\n").as_bytes()).await?;
@@ -116,6 +190,29 @@ pub async fn serve(
         }
     }
     server.shutdown().await;
+    drop(kubeconfig);
+    Ok(())
+}
+
+/// Fails, before they are made, if `updates` updates of `setup`'s shape would take the server
+/// past three quarters of the memory the machine has available, at `per_object` bytes each
+/// (what each pod took: every update is kept as long, as an object and its encoding, until it
+/// is sent). On a shared machine a bench run must not get the kernel's OOM killer to pick a
+/// process.
+fn fits(per_object: usize, updates: usize, setup: Setup) -> Result<(), BoxError> {
+    let need = per_object.saturating_mul(updates);
+    let available = crate::procfs::mem_available()?;
+    if need / 3 > available / 4 {
+        return Err(format!(
+            "the fake server would need about {:.1} GB more for {updates} updates of {} pods ({:.0} KB each as it keeps them), \
+             and the machine has {:.1} GB available: run fewer (--updates, --heavy-updates) or free memory",
+            need as f64 / 1e9,
+            setup.shape.name(),
+            per_object as f64 / 1e3,
+            available as f64 / 1e9
+        )
+        .into());
+    }
     Ok(())
 }
 
@@ -124,17 +221,20 @@ pub struct Server {
     child: Child,
     /// Where it listens.
     pub url: String,
+    /// Its kubeconfig (URL and CA), over HTTPS.
+    pub kubeconfig: Option<String>,
 }
 
 impl Server {
-    /// Starts `current_exe serve ...` and waits for its URL.
+    /// Starts `current_exe serve ...` and waits for its URL and kubeconfig.
     pub async fn spawn(
         pods: usize,
         updates: usize,
         seed: u64,
-    ) -> Result<Self, Box<dyn std::error::Error>> {
+        setup: &Setup,
+    ) -> Result<Self, BoxError> {
         let (pods, updates, seed) = (pods.to_string(), updates.to_string(), seed.to_string());
-        let mut child = Child::spawn(&[
+        let mut args = vec![
             "serve",
             "--pods",
             &pods,
@@ -142,14 +242,35 @@ impl Server {
             &updates,
             "--seed",
             &seed,
-        ])?;
+        ];
+        let setup_args = setup.args();
+        args.extend(setup_args.iter().map(String::as_str));
+        let mut child = Child::spawn(&args)?;
         let line = child.expect("url ").await?;
         let url = line.trim_start_matches("url ").to_owned();
-        Ok(Self { child, url })
+        let line = child.expect("kubeconfig ").await?;
+        let kubeconfig = match line.trim_start_matches("kubeconfig ") {
+            "-" => None,
+            path => Some(path.to_owned()),
+        };
+        Ok(Self {
+            child,
+            url,
+            kubeconfig,
+        })
+    }
+
+    /// The arguments that point a client child at this server: `--url U [--kubeconfig P]`.
+    pub fn client_args(&self) -> Vec<&str> {
+        let mut args = vec!["--url", self.url.as_str()];
+        if let Some(path) = &self.kubeconfig {
+            args.extend(["--kubeconfig", path.as_str()]);
+        }
+        args
     }
 
     /// Asks for `n` updates, made while the watches are paused; returns the final RV.
-    pub async fn prepare(&mut self, n: usize) -> Result<u64, Box<dyn std::error::Error>> {
+    pub async fn prepare(&mut self, n: usize) -> Result<u64, BoxError> {
         let reply = self.command(&format!("prepare {n}")).await?;
         Ok(reply
             .strip_prefix("prepared ")
@@ -158,7 +279,7 @@ impl Server {
     }
 
     /// Resumes the watches: the prepared updates go out as fast as the client takes them.
-    pub async fn release(&mut self) -> Result<(), Box<dyn std::error::Error>> {
+    pub async fn release(&mut self) -> Result<(), BoxError> {
         let reply = self.command("release").await?;
         if reply == "released" {
             Ok(())
@@ -167,13 +288,13 @@ impl Server {
         }
     }
 
-    async fn command(&mut self, command: &str) -> Result<String, Box<dyn std::error::Error>> {
+    async fn command(&mut self, command: &str) -> Result<String, BoxError> {
         self.child.say(command).await?;
         self.child.line().await
     }
 
     /// The server's CPU time so far (user plus system).
-    pub async fn cpu(&mut self) -> Result<std::time::Duration, Box<dyn std::error::Error>> {
+    pub async fn cpu(&mut self) -> Result<std::time::Duration, BoxError> {
         let reply = self.command("cpu").await?;
         let f = crate::child::fields(&reply, "cpu ", 2)?;
         Ok(std::time::Duration::from_secs_f64(
@@ -181,12 +302,19 @@ impl Server {
         ))
     }
 
+    /// The HTTP versions of the requests since the last call (`HTTP/1.1`, `HTTP/2.0`, joined
+    /// by commas).
+    pub async fn versions(&mut self) -> Result<String, BoxError> {
+        let reply = self.command("versions").await?;
+        Ok(reply
+            .strip_prefix("versions ")
+            .ok_or_else(|| format!("unexpected {reply:?}"))?
+            .to_owned())
+    }
+
     /// Waits until no watch is open (a client that exited has been noticed), for at most
     /// `limit`; false if one still is.
-    pub async fn wait_no_watchers(
-        &mut self,
-        limit: std::time::Duration,
-    ) -> Result<bool, Box<dyn std::error::Error>> {
+    pub async fn wait_no_watchers(&mut self, limit: std::time::Duration) -> Result<bool, BoxError> {
         let deadline = std::time::Instant::now() + limit;
         loop {
             let reply = self.command("watchers").await?;

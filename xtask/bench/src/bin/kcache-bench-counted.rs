@@ -1,6 +1,6 @@
 //! `kcache-bench-counted`: the bench's counting process. It runs one row's client to its initial
-//! sync and prints the heap bytes the client holds (`client KEY --url U --pods N`), or weighs
-//! decoded pods (`floor-bytes --seed S --pods N`). Its global allocator counts every byte, which
+//! sync and prints the heap bytes the client holds (`client KEY --url U [--kubeconfig P] --pods
+//! N`), or weighs decoded pods (`floor-bytes --seed S --pods N --shape SHAPE`). Its global allocator counts every byte, which
 //! costs time: nothing timed in the bench's table comes from this process.
 
 use kcache_bench::{alloc, cli, clients, floor};
@@ -18,7 +18,7 @@ fn main() {
 
 fn run(args: &cli::Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.floor_bytes {
-        let bytes = floor::bytes(args.seed, args.pods)?;
+        let bytes = floor::bytes(args.shape(), args.seed, args.pods)?;
         println!("{}", bytes.to_line());
         return Ok(());
     }
@@ -30,7 +30,11 @@ fn run(args: &cli::Args) -> Result<(), Box<dyn std::error::Error>> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let counted = runtime.block_on(clients::counted(row, &args.url, args.pods))?;
+    let target = clients::Target {
+        url: args.url.clone(),
+        kubeconfig: args.kubeconfig.clone(),
+    };
+    let counted = runtime.block_on(clients::counted(row, &target, args.pods))?;
     println!("{}", counted.to_line());
     Ok(())
 }
