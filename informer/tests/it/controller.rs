@@ -12,23 +12,31 @@ use tokio_util::sync::CancellationToken;
 
 use crate::support::{eventually, pod};
 
-#[tokio::test]
-async fn after_batch_follows_every_processed_batch() {
-    let fake = FakeListerWatcher::<DynamicObject>::new();
-    let handle = fake.handle();
-    handle.add(pod("ns", "first"));
+/// A controller config over a `RealFifo` whose process function counts the deltas it is given.
+fn counting(
+    lw: Arc<dyn kcache_reflector::ListerWatcher<DynamicObject>>,
+) -> (ControllerConfig<DynamicObject>, Arc<AtomicUsize>) {
     let queue: Arc<dyn Queue<DynamicObject>> = Arc::new(RealFifo::builder().build());
-    // Deltas processed: the initial list is one ReplacedAll, then one Added per object.
     let processed = Arc::new(AtomicUsize::new(0));
     let count = Arc::clone(&processed);
-    let mut config = ControllerConfig::new(
+    let config = ControllerConfig::new(
         queue,
-        Arc::new(fake),
+        lw,
         Arc::new(move |deltas: kcache_queue::Deltas<DynamicObject>| {
             count.fetch_add(deltas.len(), Ordering::SeqCst);
             Ok(())
         }),
     );
+    (config, processed)
+}
+
+#[tokio::test]
+async fn after_batch_follows_every_processed_batch() {
+    let fake = FakeListerWatcher::<DynamicObject>::new();
+    let handle = fake.handle();
+    handle.add(pod("ns", "first"));
+    // Deltas processed: the initial list is one ReplacedAll, then one Added per object.
+    let (mut config, processed) = counting(Arc::new(fake));
     // What had been processed each time the hook ran.
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (hook_seen, hook_processed) = (Arc::clone(&seen), Arc::clone(&processed));
@@ -138,17 +146,7 @@ async fn changes_queued_behind_the_initial_list_wait_for_the_sync() {
             updates: 3000,
             pulled: Arc::clone(&pulled),
         };
-        let queue: Arc<dyn Queue<DynamicObject>> = Arc::new(RealFifo::builder().build());
-        let processed = Arc::new(AtomicUsize::new(0));
-        let count = Arc::clone(&processed);
-        let mut config = ControllerConfig::new(
-            queue,
-            Arc::new(busy),
-            Arc::new(move |deltas: kcache_queue::Deltas<DynamicObject>| {
-                count.fetch_add(deltas.len(), Ordering::SeqCst);
-                Ok(())
-            }),
-        );
+        let (mut config, processed) = counting(Arc::new(busy));
         config.reflector_options = Some(Box::new(move |b| b.use_watch_list(streaming)));
         // What the reflector had taken from the watch when the controller synced.
         let at_sync = Arc::new(Mutex::new(None));

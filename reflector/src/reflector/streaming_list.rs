@@ -157,6 +157,19 @@ impl<T: Object> Reflector<T> {
         }
     }
 
+    /// Fails once a streaming list has sent more than `max_list_objects` events (undecodable
+    /// ones included: each is kept until the bookmark) without its bookmark.
+    fn within_initial_limit(&self, count: usize) -> Result<(), Error> {
+        if count > self.max_list_objects {
+            return Err(Error::Limit(format!(
+                "the streaming list sent more than {} initial events without its \
+                 initial-events bookmark (the reflector's max_list_objects)",
+                self.max_list_objects
+            )));
+        }
+        Ok(())
+    }
+
     /// Collects a streaming list's initial events until the initial-events-end bookmark.
     async fn initial_events(
         &self,
@@ -190,20 +203,15 @@ impl<T: Object> Reflector<T> {
                     // A readable identity: leave that key out; else the attempt fails.
                     self.reporter.decode(&d);
                     let (key, _, _) = d.identity().ok_or_else(|| Error::Decode(d.clone()))?;
-                    initial.remove(&key);
                     count += 1;
+                    self.within_initial_limit(count)?;
+                    initial.remove(&key);
                     continue;
                 }
                 Item::Ended => return Err(Error::InitialEventsIncomplete { events: count }),
             };
             count += 1;
-            if count > self.max_list_objects {
-                return Err(Error::Limit(format!(
-                    "the streaming list sent more than {} initial events without its \
-                     initial-events bookmark (the reflector's max_list_objects)",
-                    self.max_list_objects
-                )));
-            }
+            self.within_initial_limit(count)?;
             match ev {
                 WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                     self.keyable(&o, EventType::Added)?;
@@ -237,16 +245,11 @@ impl<T: Object> Reflector<T> {
 /// [`into_state`]: Initial::into_state
 struct Initial<T> {
     events: Vec<InitialEvent<T>>,
-    /// Whether some key may have come twice (any event but an `ADDED` of an object).
-    repeats: bool,
 }
 
 impl<T> Default for Initial<T> {
     fn default() -> Self {
-        Self {
-            events: Vec::new(),
-            repeats: false,
-        }
+        Self { events: Vec::new() }
     }
 }
 
@@ -273,7 +276,7 @@ impl<T: Object> InitialEvent<T> {
 }
 
 impl<T: Object> Initial<T> {
-    /// Objects collected so far (an upper bound, before repeats are resolved).
+    /// Events collected so far (an upper bound on the objects, before repeats are resolved).
     fn len(&self) -> usize {
         self.events.len()
     }
@@ -283,7 +286,6 @@ impl<T: Object> Initial<T> {
     }
 
     fn delete(&mut self, obj: &T) {
-        self.repeats = true;
         self.events.push(InitialEvent::Gone {
             namespace: obj
                 .namespace()
@@ -295,7 +297,6 @@ impl<T: Object> Initial<T> {
 
     /// An undecodable event of `key`: that key is left out.
     fn remove(&mut self, key: &ObjectKey) {
-        self.repeats = true;
         let (namespace, name) = match key.as_ref().split_once('/') {
             Some((ns, name)) => (Some(ns.to_owned()), name.to_owned()),
             None => (None, key.as_ref().to_owned()),
@@ -304,42 +305,27 @@ impl<T: Object> Initial<T> {
     }
 
     /// The state the events describe: for each key its last event, if that is an object, in
-    /// the order the events came.
+    /// the order the events came. Keys are compared by sorting the events' positions (no key
+    /// is built).
     fn into_state(self) -> Vec<Arc<T>> {
-        let mut events = self.events;
-        // Repeats of a key without any event but `ADDED` are a misbehaving server's; they are
-        // looked for all the same, by sorting (no key is built).
+        let events = self.events;
         let mut order: Vec<usize> = (0..events.len()).collect();
         order.sort_by(|a, b| events[*a].key().cmp(&events[*b].key()).then(a.cmp(b)));
-        let repeated = order
-            .windows(2)
-            .any(|w| events[w[0]].key() == events[w[1]].key());
-        if !repeated && !self.repeats {
-            return events
-                .into_iter()
-                .filter_map(|e| match e {
-                    InitialEvent::Object(o) => Some(o),
-                    InitialEvent::Gone { .. } => None,
-                })
-                .collect();
-        }
-        // Keep each key's last event.
+        // An event is kept when no later event has its key (the next in `order` does not).
         let mut keep = vec![false; events.len()];
         for (i, at) in order.iter().enumerate() {
-            let last = order
+            keep[*at] = order
                 .get(i + 1)
                 .is_none_or(|next| events[*next].key() != events[*at].key());
-            if last {
-                keep[*at] = true;
-            }
         }
-        let mut kept = Vec::with_capacity(events.len());
-        for (event, keep) in events.drain(..).zip(keep) {
-            if let (true, InitialEvent::Object(o)) = (keep, event) {
-                kept.push(o);
-            }
-        }
-        kept
+        events
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(event, keep)| match (keep, event) {
+                (true, InitialEvent::Object(o)) => Some(o),
+                _ => None,
+            })
+            .collect()
     }
 }
 

@@ -482,6 +482,16 @@ pub async fn timed(
         cpu.minor_faults
     );
     let seen = Arc::clone(&running.seen);
+    // What both scenarios know at the sync; each adds what came after it.
+    let at_sync = Timed {
+        sync,
+        sync_peak_rss,
+        baseline_rss,
+        cached: pods,
+        user: cpu.user,
+        system: cpu.system,
+        ..Timed::default()
+    };
     let timed = match scenario {
         Scenario::Quiet => {
             // The parent has the server write the updates while its watches are paused, then
@@ -500,16 +510,10 @@ pub async fn timed(
                 events_cpu.system.as_secs_f64()
             );
             Timed {
-                sync,
-                sync_peak_rss,
                 steady_rss,
-                baseline_rss,
-                cached: pods,
                 events_per_sec: updates as f64 / elapsed,
-                user: cpu.user,
-                system: cpu.system,
                 events_cpu: events_cpu.user + events_cpu.system,
-                caught_up: Duration::ZERO,
+                ..at_sync
             }
         }
         Scenario::Backlog => {
@@ -527,16 +531,11 @@ pub async fn timed(
                 total_cpu.system.as_secs_f64()
             );
             Timed {
-                sync,
-                sync_peak_rss,
                 steady_rss,
-                baseline_rss,
-                cached: pods,
                 events_per_sec: updates as f64 / after_sync.max(1e-6),
-                user: cpu.user,
-                system: cpu.system,
                 events_cpu: total_cpu.user + total_cpu.system,
                 caught_up,
+                ..at_sync
             }
         }
     };

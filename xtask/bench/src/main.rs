@@ -316,6 +316,17 @@ struct Figure {
     range: String,
 }
 
+/// Two cells of a table: `figure`'s median with `digits` decimals, its unit and range, then its
+/// ratio to `base`'s median.
+fn cell(figure: &Figure, base: &Figure, digits: usize, unit: &str) -> String {
+    format!(
+        "{:.digits$}{unit}{} | {:.2}x",
+        figure.median,
+        figure.range,
+        figure.median / base.median
+    )
+}
+
 impl Figure {
     fn of(runs: &[Run], digits: usize, f: impl Fn(&Run) -> f64) -> Self {
         let v: Vec<f64> = runs.iter().map(f).collect();
@@ -557,7 +568,6 @@ fn print_table(table: &Table<'_>, runs: &[Vec<Run>], floor: f64) -> Result<(), B
         .iter()
         .map(|r| r.server_cpu.as_secs_f64())
         .fold(0.0, f64::max);
-    let ratio = |a: &Figure, b: &Figure| a.median / b.median;
     let vs = "vs first";
     println!();
     println!("### {}", table.setup.title(table.pods, table.updates));
@@ -570,25 +580,15 @@ fn print_table(table: &Table<'_>, runs: &[Vec<Run>], floor: f64) -> Result<(), B
             println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
             for (row, s) in &table.rows {
                 println!(
-                    "| {} | {:.2} s{} | {:.2}x | {:.2} s{} | {:.2}x | {:.0}{} | {:.2}x | {:.0} | {:.1} | {:.0}{} | {:.2}x | {:.2} s{} | {:.2}x | {:.2}x |",
+                    "| {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {:.2}x |",
                     row.label,
-                    s.sync.median,
-                    s.sync.range,
-                    ratio(&s.sync, &base.sync),
-                    s.sync_cpu.median,
-                    s.sync_cpu.range,
-                    ratio(&s.sync_cpu, &base.sync_cpu),
-                    s.peak.median,
-                    s.peak.range,
-                    ratio(&s.peak, &base.peak),
+                    cell(&s.sync, &base.sync, 2, " s"),
+                    cell(&s.sync_cpu, &base.sync_cpu, 2, " s"),
+                    cell(&s.peak, &base.peak, 0, ""),
                     s.steady.median,
                     s.kb_per_object.median,
-                    s.events.median,
-                    s.events.range,
-                    ratio(&s.events, &base.events),
-                    s.events_cpu.median,
-                    s.events_cpu.range,
-                    ratio(&s.events_cpu, &base.events_cpu),
+                    cell(&s.events, &base.events, 0, ""),
+                    cell(&s.events_cpu, &base.events_cpu, 2, " s"),
                     s.events.median / floor,
                 );
             }
@@ -607,28 +607,16 @@ fn print_table(table: &Table<'_>, runs: &[Vec<Run>], floor: f64) -> Result<(), B
             println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
             for (row, s) in &table.rows {
                 println!(
-                    "| {} | {:.2} s{} | {:.2}x | {:.2} s{} | {:.2}x | {:.0}{} | {:.2}x | {:.2} s{} | {:.2}x | {:.2} s{} | {:.2}x | {:.0} | {:.1} | {:.0}{} | {:.2}x | {:.2}x |",
+                    "| {} | {} | {} | {} | {} | {} | {:.0} | {:.1} | {} | {:.2}x |",
                     row.label,
-                    s.sync.median,
-                    s.sync.range,
-                    ratio(&s.sync, &base.sync),
-                    s.sync_cpu.median,
-                    s.sync_cpu.range,
-                    ratio(&s.sync_cpu, &base.sync_cpu),
-                    s.peak.median,
-                    s.peak.range,
-                    ratio(&s.peak, &base.peak),
-                    s.caught_up.median,
-                    s.caught_up.range,
-                    ratio(&s.caught_up, &base.caught_up),
-                    s.events_cpu.median,
-                    s.events_cpu.range,
-                    ratio(&s.events_cpu, &base.events_cpu),
+                    cell(&s.sync, &base.sync, 2, " s"),
+                    cell(&s.sync_cpu, &base.sync_cpu, 2, " s"),
+                    cell(&s.peak, &base.peak, 0, ""),
+                    cell(&s.caught_up, &base.caught_up, 2, " s"),
+                    cell(&s.events_cpu, &base.events_cpu, 2, " s"),
                     s.steady.median,
                     s.kb_per_object.median,
-                    s.events.median,
-                    s.events.range,
-                    ratio(&s.events, &base.events),
+                    cell(&s.events, &base.events, 0, ""),
                     s.events.median / floor,
                 );
             }

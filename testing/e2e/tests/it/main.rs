@@ -2,6 +2,7 @@
 //! scripted server, over real HTTP on 127.0.0.1.
 #![allow(clippy::unwrap_used, reason = "tests")]
 
+mod backlog;
 mod chaos;
 // Its `on_both_backends!` serves `hostile_client_go` and `hostile_lists` too.
 #[macro_use]

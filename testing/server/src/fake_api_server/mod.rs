@@ -662,6 +662,9 @@ impl FakeApiServer {
     /// after such a list) and a watch-list after its initial-events bookmark then replay every
     /// change since `rv` from the history before going live. Benchmarks use it to time a sync
     /// with updates already waiting behind it, without the cost of the writes during the sync.
+    /// A read that names a newer resource version (an `Exact` list, a watch from it) is served
+    /// as asked; a watch-list with `resourceVersionMatch=NotOlderThan` at a version past `rv`
+    /// still gets the state at `rv` (no client in the bench asks for one).
     ///
     /// # Errors
     ///

@@ -297,7 +297,8 @@ impl State {
                 compacted_rv: 0,
                 watchers: Vec::new(),
                 remaining: RemainingCounts::default(),
-                as_of: None,
+                // Held at an older version, a resource registered since had nothing then.
+                as_of: self.latest_as_of.map(|at| (at, Arc::new(Objects::new()))),
             });
             self.registrations += 1;
             self.openapi = None;

@@ -480,20 +480,17 @@ impl Producer {
             return self.flush().await;
         }
         let limit = self.frames().limit();
+        if self.batch.len() < limit {
+            return Ok(());
+        }
         if let WatchFrames::Split(_) = self.frames() {
             // Whole frames of `limit` bytes go now; the rest waits for more.
-            while self.batch.len() >= limit {
-                let rest = self.batch.split_off(limit);
-                let frame = std::mem::replace(&mut self.batch, rest);
-                self.tx
-                    .send(Ok(Bytes::from(frame)))
-                    .await
-                    .map_err(|_| Stop)?;
-            }
-        } else if self.batch.len() >= limit {
-            self.flush().await?;
+            let whole = self.batch.len() - self.batch.len() % limit;
+            let rest = self.batch.split_off(whole);
+            let frames = std::mem::replace(&mut self.batch, rest);
+            return self.send_frames(Bytes::from(frames)).await;
         }
-        Ok(())
+        self.flush().await
     }
 
     /// Sends the batched bytes, if any: as one frame, or as frames of the split size.
@@ -501,21 +498,26 @@ impl Producer {
         if self.batch.is_empty() {
             return Ok(());
         }
-        let frame = Bytes::from(std::mem::take(&mut self.batch));
-        if let WatchFrames::Split(n) = self.frames() {
-            let n = n.max(1);
-            let mut at = 0;
-            while at < frame.len() {
-                let end = (at + n).min(frame.len());
-                self.tx
-                    .send(Ok(frame.slice(at..end)))
-                    .await
-                    .map_err(|_| Stop)?;
-                at = end;
-            }
-            return Ok(());
+        let bytes = Bytes::from(std::mem::take(&mut self.batch));
+        self.send_frames(bytes).await
+    }
+
+    /// Sends `bytes` as one frame, or cut into frames of the split size (zero-copy slices).
+    async fn send_frames(&mut self, bytes: Bytes) -> Result<(), Stop> {
+        let size = match self.frames() {
+            WatchFrames::Split(n) => n.max(1),
+            _ => bytes.len().max(1),
+        };
+        let mut at = 0;
+        while at < bytes.len() {
+            let end = (at + size).min(bytes.len());
+            self.tx
+                .send(Ok(bytes.slice(at..end)))
+                .await
+                .map_err(|_| Stop)?;
+            at = end;
         }
-        self.tx.send(Ok(frame)).await.map_err(|_| Stop)
+        Ok(())
     }
 
     async fn check_fault(&mut self) -> Result<(), Stop> {
