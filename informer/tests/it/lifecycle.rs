@@ -203,7 +203,8 @@ async fn slow_and_panicking_handlers_block_nobody() {
         50,
         "49 waiting plus the one in progress"
     );
-    assert_eq!(fast_reg.buffer_depth(), 0);
+    // The fast handler recorded its last event just before its delivery counted it done.
+    eventually("the fast handler drained", || fast_reg.buffer_depth() == 0).await;
     assert!(inf.has_synced() && fast_reg.has_synced());
 
     gate.open();
