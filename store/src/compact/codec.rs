@@ -2,6 +2,7 @@
 //! `managedFields` cut out, the rest LZ4-compressed against a dictionary shared by the objects
 //! of one stream.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
@@ -9,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 
 use super::Compact;
-use super::meta::{read_meta, without_managed_fields_slow, without_member};
+use super::meta::{read_meta, without_managed_fields_slow, without_member_into};
 use crate::{ExpectedType, MAX_NESTING, nesting_exceeds};
 
 /// The most of a dictionary LZ4 can refer back to (its window): 64 KiB.
@@ -36,16 +37,60 @@ pub(crate) struct Packed {
     pub(crate) dictionary: Option<Dictionary>,
 }
 
+/// The largest compression buffer a thread keeps between objects; a bigger object's buffer is
+/// freed after it.
+const MAX_KEPT_SCRATCH: usize = 256 * 1024;
+
+thread_local! {
+    /// Where this thread compresses: one buffer reused by every object it encodes.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Where this thread writes an object's JSON without its managedFields, before packing it.
+    static STRIPPED: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// `input` LZ4-compressed (against `dictionary` when it has more than 3 bytes, as LZ4 needs),
+/// in a block of exactly its size, or `None` when that is not smaller than `input`.
+///
+/// Compressing straight into a fresh vector and shrinking it leaves, right after every
+/// long-lived block, the freed tail of a transient allocation about as large as the object:
+/// under churn the allocator's pages fill with such holes, and resident memory grows while
+/// the live heap does not. So the block is compressed in the thread's scratch buffer and
+/// copied out at its size: the only allocation an encode keeps is the block.
+fn compress(input: &[u8], dictionary: Option<&Dictionary>) -> Option<Box<[u8]>> {
+    let dict = dictionary.map(|d| &d.0[..]).filter(|d| d.len() > 3);
+    let run = |out: &mut Vec<u8>| {
+        let max = lz4_flex::block::get_maximum_output_size(input.len());
+        if out.len() < max {
+            out.resize(max, 0);
+        }
+        let n = match dict {
+            Some(d) => lz4_flex::block::compress_into_with_dict(input, out, d),
+            None => lz4_flex::block::compress_into(input, out),
+        }
+        .ok()?;
+        (n < input.len()).then(|| Box::from(&out[..n]))
+    };
+    SCRATCH
+        .try_with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut out) => {
+                let packed = run(&mut out);
+                if out.capacity() > MAX_KEPT_SCRATCH {
+                    *out = Vec::new();
+                }
+                packed
+            }
+            // Not reentrant in practice; a fresh buffer if it ever is.
+            Err(_) => run(&mut Vec::new()),
+        })
+        .unwrap_or_else(|_| run(&mut Vec::new()))
+}
+
 impl Packed {
     fn pack(json: &str, dictionary: Option<Dictionary>) -> Self {
         let input = json.as_bytes();
-        let bytes = match &dictionary {
-            Some(d) => lz4_flex::block::compress_with_dict(input, &d.0),
-            None => lz4_flex::block::compress(input),
-        };
-        if bytes.len() < input.len() {
+        if let Some(bytes) = compress(input, dictionary.as_ref()) {
             Self {
-                bytes: bytes.into_boxed_slice(),
+                bytes,
                 len: input.len(),
                 compressed: true,
                 dictionary,
@@ -225,14 +270,35 @@ impl CompactCodec {
     /// [`MAX_NESTING`](crate::MAX_NESTING) levels (which a typed decode refuses too).
     pub fn encode<K>(&self, json: &str) -> Result<Compact<K>, serde_json::Error> {
         let (meta, managed_fields) = read_meta(json, &self.expected)?;
-        let stripped = match managed_fields {
-            Some(span) if !self.keep_managed_fields => Some(match without_member(json, span) {
-                Some(text) => text,
-                None => without_managed_fields_slow(json)?,
-            }),
-            _ => None,
+        let packed = match managed_fields {
+            Some(span) if !self.keep_managed_fields => {
+                // The text without managedFields is built in the thread's reused buffer (see
+                // `compress` for why an encode allocates only what it keeps).
+                let fast = STRIPPED.try_with(|buffer| {
+                    let mut buffer = buffer.try_borrow_mut().ok()?;
+                    without_member_into(json, span.clone(), &mut buffer)?;
+                    let packed = self.pack(&buffer);
+                    if buffer.capacity() > MAX_KEPT_SCRATCH {
+                        *buffer = String::new();
+                    }
+                    Some(packed)
+                });
+                match fast.ok().flatten() {
+                    Some(packed) => packed?,
+                    None => self.pack(&without_managed_fields_slow(json)?)?,
+                }
+            }
+            _ => self.pack(json)?,
         };
-        let text = stripped.as_deref().unwrap_or(json);
+        Ok(Compact {
+            meta,
+            packed,
+            _k: PhantomData,
+        })
+    }
+
+    /// `text` (what is kept of an object) checked for nesting and packed.
+    fn pack(&self, text: &str) -> Result<Packed, serde_json::Error> {
         // The rest was skipped without a depth limit; `typed` would stop at serde_json's. Only
         // what is kept is scanned (dropped managedFields cannot trouble a later decode).
         if nesting_exceeds(text.as_bytes(), MAX_NESTING) {
@@ -249,11 +315,7 @@ impl CompactCodec {
         } else {
             self.dictionary.get().cloned()
         };
-        Ok(Compact {
-            meta,
-            packed: Packed::pack(text, dictionary),
-            _k: PhantomData,
-        })
+        Ok(Packed::pack(text, dictionary))
     }
 
     /// The compact form of `object`, through its JSON.

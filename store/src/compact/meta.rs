@@ -144,10 +144,17 @@ fn span_in(outer: &str, inner: &str) -> std::ops::Range<usize> {
 }
 
 /// `json` without the member whose value spans `value` (the `"managedFields": [...]` member of
-/// `metadata`, and one comma next to it). `None` when the text before the value is not the
-/// plain key `"managedFields"` (an escaped key, say): the caller then removes it the slow way.
-pub(crate) fn without_member(json: &str, value: std::ops::Range<usize>) -> Option<String> {
+/// `metadata`, and one comma next to it), written into `out` (cleared first; left empty on
+/// `None`), so that a caller can reuse one buffer for every object. `None` when the text before
+/// the value is not the plain key `"managedFields"` (an escaped key, say): the caller then
+/// removes it the slow way.
+pub(crate) fn without_member_into(
+    json: &str,
+    value: std::ops::Range<usize>,
+    out: &mut String,
+) -> Option<()> {
     const KEY: &str = "\"managedFields\"";
+    out.clear();
     let bytes = json.as_bytes();
     let before = json.get(..value.start)?.trim_end();
     let before = before.strip_suffix(':')?.trim_end();
@@ -168,10 +175,11 @@ pub(crate) fn without_member(json: &str, value: std::ops::Range<usize>) -> Optio
         };
         (key_start, end)
     };
-    let mut out = String::with_capacity(bytes.len() - (cut_end - cut_start));
-    out.push_str(json.get(..cut_start)?);
-    out.push_str(json.get(cut_end..)?);
-    Some(out)
+    let (head, tail) = (json.get(..cut_start)?, json.get(cut_end..)?);
+    out.reserve(bytes.len() - (cut_end - cut_start));
+    out.push_str(head);
+    out.push_str(tail);
+    Some(())
 }
 
 /// `json` without `metadata.managedFields`, the slow way: through a `serde_json::Value`.
@@ -189,6 +197,13 @@ pub(crate) fn without_managed_fields_slow(json: &str) -> Result<String, serde_js
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`without_member_into`] a new string.
+    fn without_member(json: &str, value: std::ops::Range<usize>) -> Option<String> {
+        let mut out = String::new();
+        without_member_into(json, value, &mut out)?;
+        Some(out)
+    }
 
     fn strip(json: &str) -> String {
         let (_, span) = read_meta(json, &ExpectedType::any()).unwrap();

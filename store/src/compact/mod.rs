@@ -251,6 +251,42 @@ mod tests {
     }
 
     #[test]
+    fn objects_larger_than_the_kept_scratch_buffer_round_trip_after_small_ones() {
+        let codec = CompactCodec::new();
+        // A small object first: the dictionary is learned from it and the thread's buffer is
+        // small; then one of about a megabyte, whose buffer is not kept; then a small one again.
+        let small: Compact<DynamicObject> = codec.encode(POD).unwrap();
+        let big_note = "kcache ".repeat(150_000);
+        let big_pod = POD.replace(
+            "\"nodeName\":\"n1\"",
+            &format!("\"nodeName\":\"n1\",\"note\":\"{big_note}\""),
+        );
+        assert!(big_pod.len() > 1_000_000);
+        let big: Compact<DynamicObject> = codec.encode(&big_pod).unwrap();
+        let again: Compact<DynamicObject> = codec.encode(POD).unwrap();
+        assert!(
+            big.stored_len() < big_pod.len() / 10,
+            "{}",
+            big.stored_len()
+        );
+        let value: serde_json::Value = serde_json::from_str(&big.json().unwrap()).unwrap();
+        assert_eq!(
+            value["spec"]["note"].as_str().map(str::len),
+            Some(big_note.len())
+        );
+        assert_eq!(again.json().unwrap(), small.json().unwrap());
+    }
+
+    #[test]
+    fn a_dictionary_of_three_bytes_or_fewer_is_not_used() {
+        let codec = CompactCodec::new().dictionary(b"{}");
+        let c: Compact<DynamicObject> = codec.encode(POD).unwrap();
+        let plain: Compact<DynamicObject> = CompactCodec::standalone().encode(POD).unwrap();
+        assert_eq!(c.stored_len(), plain.stored_len());
+        assert_eq!(c.json().unwrap(), plain.json().unwrap());
+    }
+
+    #[test]
     fn serde_round_trip() {
         let c: Compact<DynamicObject> = serde_json::from_str(POD).unwrap();
         let text = serde_json::to_string(&c).unwrap();
