@@ -298,6 +298,21 @@ fn build(args: &Args, config: Config) -> Result<Watched, Failure> {
     })
 }
 
+/// This process's resident memory in MB (`VmRSS` of `/proc/self/status`), where the system has
+/// one.
+#[expect(clippy::cast_precision_loss, reason = "a memory size for display")]
+fn resident_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(kb as f64 / 1024.0)
+}
+
 /// Prints a progress line every second until `seconds` pass or `cancel` fires.
 #[expect(clippy::cast_precision_loss, reason = "an event rate for display")]
 async fn progress(
@@ -325,7 +340,7 @@ async fn progress(
             _ => "-".to_owned(),
         };
         eprintln!(
-            "cached {:>7} | {:>8.0} events/s | lag {:>5} RVs | buffered {:>5} | relists {} | watches {} | errors {} | namespaces {}",
+            "cached {:>7} | {:>8.0} events/s | lag {:>5} RVs | buffered {:>5} | relists {} | watches {} | errors {} | namespaces {} | RSS {} MB",
             w.informer.indexer().len(),
             rate,
             lag,
@@ -337,6 +352,7 @@ async fn progress(
                 .indexer()
                 .list_index_func_values(NAMESPACE_INDEX)
                 .len(),
+            resident_mb().map_or_else(|| "-".to_owned(), |mb| format!("{mb:.0}")),
         );
         if deadline.is_some_and(|d| now >= d) {
             break;
@@ -393,6 +409,14 @@ async fn watch(
         Some(s) => check(&w.informer, s, &cancel).await,
         None => Ok(()),
     };
+    if let (Some(mb), Some(_)) = (resident_mb(), server) {
+        eprintln!(
+            "resident memory: {mb:.0} MB for {} cached objects, with the embedded fake API server in this \
+             process (it keeps every object as a JSON value and its encoding, and its last events); \
+             `cargo xtask bench --soak` measures an informer alone",
+            w.informer.indexer().len()
+        );
+    }
     eprintln!(
         "events: {} adds, {} updates, {} deletes",
         w.events.added.load(Ordering::Relaxed),

@@ -18,8 +18,18 @@ pub struct Child {
 impl Child {
     /// Starts this program again with `args`; its stderr is the bench's.
     pub fn spawn(args: &[&str]) -> Result<Self, BoxError> {
-        let mut process = tokio::process::Command::new(std::env::current_exe()?)
+        Self::spawn_program(&std::env::current_exe()?, args, &[])
+    }
+
+    /// Starts `program` with `args` and the environment variables `env` added to this one's.
+    pub fn spawn_program(
+        program: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Self, BoxError> {
+        let mut process = tokio::process::Command::new(program)
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)

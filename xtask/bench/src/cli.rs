@@ -1,5 +1,6 @@
 //! The command line shared by the bench's programs: the parent's options and the words of its
-//! children (`serve`, `client KEY`, `floor-speeds`, `floor-bytes`).
+//! children (`serve`, `client KEY`, `floor-speeds`, `floor-bytes`, `soak-serve`,
+//! `soak-client KEY`).
 
 use std::path::PathBuf;
 
@@ -7,6 +8,7 @@ use kcache_testing::workload::PodShape;
 
 use crate::clients::{DEFAULT_ROWS, ROWS};
 use crate::setup::{Frames, Scenario, Transport};
+use crate::soak_client::{DEFAULT_SOAK_ROWS, SOAK_ROWS, SoakRow};
 
 /// What a program of the bench was asked to do.
 #[derive(Debug, Clone)]
@@ -19,6 +21,20 @@ pub struct Args {
     pub floor_speeds: bool,
     /// `floor-bytes`: weigh decoded pods (the counting child).
     pub floor_bytes: bool,
+    /// `--soak MINUTES`: the soak instead of the tables (see `soak.rs`).
+    pub soak: Option<f64>,
+    /// `soak-serve`: be the soak's fake API server (a child).
+    pub soak_serve: bool,
+    /// `soak-client KEY`: run that soak row's client (a child).
+    pub soak_client: Option<String>,
+    /// The soak's changes per second.
+    pub rate: u32,
+    /// The soak's share of heavy pods, in percent.
+    pub heavy_percent: u32,
+    /// Seconds between a soak client's samples.
+    pub interval: f64,
+    /// Where the soak writes its plot and samples.
+    pub out: Option<PathBuf>,
     pub url: String,
     /// The kubeconfig (written by the server child) a client over HTTPS takes its CA from.
     pub kubeconfig: Option<PathBuf>,
@@ -76,10 +92,23 @@ pub fn usage() -> String {
          --transport T     http (plain HTTP/1.1), https (HTTP/2 offered: kcache's own client takes\n\
          \x20                 it, kube-rs stays on HTTP/1.1), https-h1 (HTTPS, only HTTP/1.1 offered)\n\
          \n\
+         --soak MINUTES    instead of the tables: memory over time. One server keeps --pods pods\n\
+         \x20                 (--heavy-percent P of them heavy, default 20) and makes --rate N changes/s\n\
+         \x20                 (default 1000; adds and deletes balanced) while every row's client watches\n\
+         \x20                 it, sampled every --interval S seconds (default 5); prints a summary and\n\
+         \x20                 a table per minute, writes soak.svg and soak.csv to --out DIR (default\n\
+         \x20                 target/soak). Rows (--only): {}; default: {}\n\
+         \n\
          Lister costs (get and list, kcache against kube-rs's store) are a criterion bench:\n\
          cargo bench --manifest-path xtask/bench/Cargo.toml --bench lister",
         keys.join(", "),
-        DEFAULT_ROWS.join(", ")
+        DEFAULT_ROWS.join(", "),
+        SOAK_ROWS
+            .iter()
+            .map(|r| r.key)
+            .collect::<Vec<_>>()
+            .join(", "),
+        DEFAULT_SOAK_ROWS.join(", ")
     )
 }
 
@@ -102,6 +131,13 @@ pub fn parse() -> Result<Args, String> {
         client: None,
         floor_speeds: false,
         floor_bytes: false,
+        soak: None,
+        soak_serve: false,
+        soak_client: None,
+        rate: 1000,
+        heavy_percent: 20,
+        interval: 5.0,
+        out: None,
         url: String::new(),
         kubeconfig: None,
         pods: 20_000,
@@ -124,6 +160,29 @@ pub fn parse() -> Result<Args, String> {
             "client" => args.client = Some(value("client")?),
             "floor-speeds" => args.floor_speeds = true,
             "floor-bytes" => args.floor_bytes = true,
+            "soak-serve" => args.soak_serve = true,
+            "soak-client" => args.soak_client = Some(value("soak-client")?),
+            "--soak" => {
+                let minutes: f64 = number("--soak", value("--soak")?)?;
+                if !(minutes > 0.0 && minutes.is_finite()) {
+                    return Err("--soak needs a positive number of minutes".to_owned());
+                }
+                args.soak = Some(minutes);
+            }
+            "--rate" => args.rate = number("--rate", value("--rate")?)?,
+            "--heavy-percent" => {
+                args.heavy_percent = number::<u32>("--heavy-percent", value("--heavy-percent")?)?;
+                if args.heavy_percent > 100 {
+                    return Err("--heavy-percent is at most 100".to_owned());
+                }
+            }
+            "--interval" => {
+                args.interval = number("--interval", value("--interval")?)?;
+                if !(args.interval >= 0.1 && args.interval.is_finite()) {
+                    return Err("--interval needs at least 0.1 seconds".to_owned());
+                }
+            }
+            "--out" => args.out = Some(value("--out")?.into()),
             "--url" => args.url = value("--url")?,
             "--kubeconfig" => args.kubeconfig = Some(value("--kubeconfig")?.into()),
             "--pods" => args.pods = number("--pods", value("--pods")?)?,
@@ -138,7 +197,9 @@ pub fn parse() -> Result<Args, String> {
                 let keys: Vec<String> = value("--only")?.split(',').map(str::to_owned).collect();
                 if keys.iter().any(|k| k == "all") {
                     args.all_rows = true;
-                } else if let Some(bad) = keys.iter().find(|k| !ROWS.iter().any(|r| r.key == *k)) {
+                } else if let Some(bad) = keys.iter().find(|k| {
+                    !ROWS.iter().any(|r| r.key == *k) && !SOAK_ROWS.iter().any(|r| r.key == *k)
+                }) {
                     return Err(format!("--only: unknown row {bad:?}\n\n{}", usage()));
                 } else {
                     args.only = keys;
@@ -184,6 +245,23 @@ impl Args {
         } else {
             self.updates
         }
+    }
+
+    /// The soak's rows: those of `--only` (each must be a soak row), or the default ones.
+    pub fn soak_rows(&self) -> Result<Vec<&'static SoakRow>, String> {
+        let keys: Vec<&str> = if self.only.is_empty() || self.all_rows {
+            DEFAULT_SOAK_ROWS.to_vec()
+        } else {
+            self.only.iter().map(String::as_str).collect()
+        };
+        keys.iter()
+            .map(|k| {
+                SOAK_ROWS
+                    .iter()
+                    .find(|r| r.key == *k)
+                    .ok_or_else(|| format!("--only: {k:?} is not a soak row; try --help"))
+            })
+            .collect()
     }
 
     /// Whether the row `key` runs: among `--only`, or the default rows without it.

@@ -194,7 +194,7 @@ pub struct Target {
 
 impl Target {
     /// kcache's client config: `Config::new(url)`, or the kubeconfig's over HTTPS.
-    fn kcache_config(&self) -> Result<Config, BoxError> {
+    pub fn kcache_config(&self) -> Result<Config, BoxError> {
         Ok(match &self.kubeconfig {
             Some(path) => Config::from_kubeconfig_path(path)?,
             None => Config::new(self.url.parse()?),
@@ -211,6 +211,22 @@ pub struct Running {
 }
 
 impl Running {
+    /// A running client: `cached` counts its objects, `seen` what its handler saw, `cancel`
+    /// stops `task`.
+    pub fn new(
+        cached: Box<dyn Fn() -> usize + Send + Sync>,
+        seen: Arc<AtomicUsize>,
+        cancel: CancellationToken,
+        task: tokio::task::JoinHandle<()>,
+    ) -> Self {
+        Self {
+            cached,
+            seen,
+            cancel,
+            task,
+        }
+    }
+
     /// Objects in the client's cache.
     pub fn cached(&self) -> usize {
         (self.cached)()

@@ -4,6 +4,8 @@
 //! kcache-bench [--pods N] [--updates N] [--heavy-updates N] [--seed S] [--runs N]
 //!              [--only ROWS | --all-rows] [--scenario quiet,backlog] [--shape light,heavy]
 //!              [--frames F] [--transport T]
+//! kcache-bench --soak MINUTES [--pods N] [--rate N] [--heavy-percent P] [--interval S]
+//!              [--only ROWS] [--transport T] [--out DIR]
 //!
 //! # What is run
 //!
@@ -36,6 +38,10 @@
 //!   modes, kcache's typed and compact caches in both, kcache over kube-rs's `Client` in
 //!   kube-rs's default mode); `--all-rows` (or `--only all`) runs every row. kube-rs's default
 //!   comes first, and each table's ratios are against its first row.
+//!
+//! `--soak MINUTES` runs the soak instead of the tables: memory over time under steady churn,
+//! every soak row against one server at once (`soak.rs` has the method, `soak_serve.rs` the
+//! churn, `soak_client.rs` the rows).
 //!
 //! # How the figures are taken
 //!
@@ -105,7 +111,7 @@ use std::time::Duration;
 use kcache_bench::child::Child;
 use kcache_bench::clients::{self, Counted, ROWS, Row, Target, Timed};
 use kcache_bench::setup::{Scenario, Setup};
-use kcache_bench::{cli, floor, server};
+use kcache_bench::{alloc, cli, floor, server, soak, soak_client, soak_serve};
 use kcache_testing::workload::PodShape;
 
 #[cfg(feature = "mimalloc")]
@@ -141,6 +147,36 @@ fn main() {
             Ok(())
         } else if let Some(key) = &args.client {
             client(key, &args).await
+        } else if args.soak_serve {
+            soak_serve::serve(churn(&args), args.transport).await
+        } else if let Some(key) = &args.soak_client {
+            let target = Target {
+                url: args.url.clone(),
+                kubeconfig: args.kubeconfig.clone(),
+            };
+            soak_client::run(
+                soak_client::soak_row_of(key)?,
+                &target,
+                Duration::from_secs_f64(args.interval),
+                alloc::current,
+            )
+            .await
+        } else if let Some(minutes) = args.soak {
+            let out = match &args.out {
+                Some(dir) => dir.clone(),
+                None => Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("target")
+                    .join("soak"),
+            };
+            let options = soak::Options {
+                minutes,
+                churn: churn(&args),
+                interval: Duration::from_secs_f64(args.interval),
+                transport: args.transport,
+                rows: args.soak_rows()?,
+                out,
+            };
+            soak::run(&options, &counted_program()?).await
         } else {
             bench(&args).await
         }
@@ -148,6 +184,16 @@ fn main() {
     if let Err(e) = result {
         eprintln!("error: {e}");
         std::process::exit(1);
+    }
+}
+
+/// The soak's churn, from the command line.
+fn churn(args: &cli::Args) -> soak_serve::Churn {
+    soak_serve::Churn {
+        pods: args.pods,
+        rate: args.rate,
+        heavy_percent: args.heavy_percent,
+        seed: args.seed,
     }
 }
 

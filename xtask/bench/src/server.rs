@@ -33,12 +33,38 @@ type BoxError = Box<dyn std::error::Error>;
 pub const NAMESPACES: usize = 20;
 
 /// A file removed when dropped: the server's kubeconfig.
-struct TempFile(PathBuf);
+pub(crate) struct TempFile(PathBuf);
 
 impl Drop for TempFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// Prints `url URL` and `kubeconfig PATH` for the parent (`kubeconfig -` over plain HTTP);
+/// over HTTPS the kubeconfig is written to a temporary file, removed when the returned guard
+/// is dropped.
+pub(crate) async fn announce(
+    server: &FakeApiServer,
+    tls: bool,
+) -> Result<Option<TempFile>, BoxError> {
+    let kubeconfig = if tls {
+        let path =
+            std::env::temp_dir().join(format!("kcache-bench-{}.kubeconfig", std::process::id()));
+        server.write_kubeconfig(&path)?;
+        Some(TempFile(path))
+    } else {
+        None
+    };
+    let kubeconfig_line = match &kubeconfig {
+        Some(file) => format!("kubeconfig {}\n", file.0.display()),
+        None => "kubeconfig -\n".to_owned(),
+    };
+    let mut out = tokio::io::stdout();
+    out.write_all(format!("url {}\n{kubeconfig_line}", server.url()).as_bytes())
+        .await?;
+    out.flush().await?;
+    Ok(kubeconfig)
 }
 
 /// `serve` mode: start the server with `pods` pods of `setup`'s shape, print `url URL` and
@@ -99,22 +125,8 @@ pub async fn serve(pods: usize, updates: usize, seed: u64, setup: Setup) -> Resu
     }
     let mut prepared = prepared.into_iter();
     drop(created);
-    let kubeconfig = if setup.transport.tls() {
-        let path =
-            std::env::temp_dir().join(format!("kcache-bench-{}.kubeconfig", std::process::id()));
-        server.write_kubeconfig(&path)?;
-        Some(TempFile(path))
-    } else {
-        None
-    };
+    let kubeconfig = announce(&server, setup.transport.tls()).await?;
     let mut out = tokio::io::stdout();
-    let kubeconfig_line = match &kubeconfig {
-        Some(file) => format!("kubeconfig {}\n", file.0.display()),
-        None => "kubeconfig -\n".to_owned(),
-    };
-    out.write_all(format!("url {}\n{kubeconfig_line}", server.url()).as_bytes())
-        .await?;
-    out.flush().await?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     while let Some(line) = lines.next_line().await? {
         let mut words = line.split_whitespace();
@@ -245,7 +257,11 @@ impl Server {
         ];
         let setup_args = setup.args();
         args.extend(setup_args.iter().map(String::as_str));
-        let mut child = Child::spawn(&args)?;
+        Self::attach(Child::spawn(&args)?).await
+    }
+
+    /// Waits for the URL and kubeconfig a server child announces (see [`announce`]).
+    pub async fn attach(mut child: Child) -> Result<Self, BoxError> {
         let line = child.expect("url ").await?;
         let url = line.trim_start_matches("url ").to_owned();
         let line = child.expect("kubeconfig ").await?;
@@ -288,7 +304,8 @@ impl Server {
         }
     }
 
-    async fn command(&mut self, command: &str) -> Result<String, BoxError> {
+    /// Sends `command` and returns the child's one-line answer.
+    pub async fn command(&mut self, command: &str) -> Result<String, BoxError> {
         self.child.say(command).await?;
         self.child.line().await
     }

@@ -1,9 +1,9 @@
 //! `kcache-bench-counted`: the bench's counting process. It runs one row's client to its initial
 //! sync and prints the heap bytes the client holds (`client KEY --url U [--kubeconfig P] --pods
-//! N`), or weighs decoded pods (`floor-bytes --seed S --pods N --shape SHAPE`). Its global allocator counts every byte, which
+//! N`), runs a soak client (`soak-client KEY ...`, sampling its heap), or weighs decoded pods (`floor-bytes --seed S --pods N --shape SHAPE`). Its global allocator counts every byte, which
 //! costs time: nothing timed in the bench's table comes from this process.
 
-use kcache_bench::{alloc, cli, clients, floor};
+use kcache_bench::{alloc, cli, clients, floor, soak_client};
 
 #[global_allocator]
 static ALLOC: alloc::Counting = alloc::Counting;
@@ -21,6 +21,21 @@ fn run(args: &cli::Args) -> Result<(), Box<dyn std::error::Error>> {
         let bytes = floor::bytes(args.shape(), args.seed, args.pods)?;
         println!("{}", bytes.to_line());
         return Ok(());
+    }
+    if let Some(key) = &args.soak_client {
+        let target = clients::Target {
+            url: args.url.clone(),
+            kubeconfig: args.kubeconfig.clone(),
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        return runtime.block_on(soak_client::run(
+            soak_client::soak_row_of(key)?,
+            &target,
+            std::time::Duration::from_secs_f64(args.interval),
+            alloc::current,
+        ));
     }
     let key = args
         .client
