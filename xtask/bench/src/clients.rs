@@ -359,8 +359,21 @@ async fn kube_pods(target: &Target) -> Result<kube::Api<Pod>, BoxError> {
     )?))
 }
 
+/// Waits (at most 10 minutes) until `informer` has synced; `what` names it in the error.
+pub async fn wait_synced<T: Object>(
+    informer: &SharedIndexInformer<T>,
+    what: &str,
+) -> Result<(), BoxError> {
+    // As kube-rs's `wait_until_ready`: woken by the informer, not polled.
+    match tokio::time::timeout(Duration::from_secs(600), informer.synced()).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(format!("{what} stopped before it synced").into()),
+        Err(_) => Err(format!("timed out waiting for {what} to sync").into()),
+    }
+}
+
 /// Starts kcache's informer over `lw` and returns once it has synced.
-async fn start_kcache<T: Object + serde::de::DeserializeOwned>(
+pub async fn start_kcache<T: Object + serde::de::DeserializeOwned>(
     lw: Arc<dyn ListerWatcher<T>>,
     list: ListMode,
     inline: bool,
@@ -389,12 +402,7 @@ async fn start_kcache<T: Object + serde::de::DeserializeOwned>(
             eprintln!("kcache informer: {e}");
         }
     });
-    // As kube-rs's `wait_until_ready`: woken by the informer, not polled.
-    match tokio::time::timeout(Duration::from_secs(600), informer.synced()).await {
-        Ok(true) => {}
-        Ok(false) => return Err("kcache informer stopped before it synced".into()),
-        Err(_) => return Err("timed out waiting for kcache sync".into()),
-    }
+    wait_synced(&informer, "the kcache informer").await?;
     Ok(Running {
         cached: Box::new(move || informer.indexer().len()),
         seen,

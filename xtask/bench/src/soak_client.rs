@@ -14,14 +14,12 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kcache_client_http::{ApiResource, Client, HttpListerWatcher};
-use kcache_informer::{
-    Action, BoxError as InformerError, HandlerFuncs, ReconcileRunner, SharedIndexInformer,
-};
+use kcache_informer::{Action, BoxError as InformerError, ReconcileRunner, SharedIndexInformer};
 use kcache_store::{DynamicObject, ObjectKey};
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::clients::{self, Running, Target};
+use crate::clients::{self, ListMode, Running, Target};
 use crate::procfs;
 
 type BoxError = Box<dyn std::error::Error>;
@@ -184,11 +182,7 @@ async fn start_runner(
             eprintln!("soak runner: {e}");
         }
     });
-    match tokio::time::timeout(Duration::from_secs(600), informer.synced()).await {
-        Ok(true) => {}
-        Ok(false) => return Err("the runner's informer stopped before it synced".into()),
-        Err(_) => return Err("timed out waiting for the runner's informer to sync".into()),
-    }
+    clients::wait_synced(&informer, "the runner's informer").await?;
     let cached = informer.indexer();
     let waiting: Arc<dyn Fn() -> usize + Send + Sync> =
         Arc::new(move || queue.len() + queue.processing_len());
@@ -198,41 +192,22 @@ async fn start_runner(
     ))
 }
 
-/// Starts the dynamic row: kcache's informer of `DynamicObject` pods over client-http, its
-/// defaults; `seen` counts updates.
+/// Starts the dynamic row: kcache's informer of `DynamicObject` pods over client-http with its
+/// defaults, as the bench's typed rows start theirs; `seen` counts updates.
 async fn start_dynamic(target: &Target) -> Result<Running, BoxError> {
     let lw = HttpListerWatcher::<DynamicObject>::builder(
         Client::new(target.kcache_config()?)?,
         ApiResource::new("", "v1", "pods", true),
     )
     .build();
-    let informer = SharedIndexInformer::builder(Arc::new(lw)).build();
-    let seen = Arc::new(AtomicUsize::new(0));
-    let count = Arc::clone(&seen);
-    informer.add_event_handler(HandlerFuncs::new().on_updated(
-        move |_: &Arc<DynamicObject>, _: &Arc<DynamicObject>| {
-            count.fetch_add(1, Ordering::Relaxed);
-        },
-    ))?;
-    let cancel = CancellationToken::new();
-    let (running, stop) = (informer.clone(), cancel.clone());
-    let task = tokio::spawn(async move {
-        if let Err(e) = running.run(stop).await {
-            eprintln!("soak dynamic informer: {e}");
-        }
-    });
-    match tokio::time::timeout(Duration::from_secs(600), informer.synced()).await {
-        Ok(true) => {}
-        Ok(false) => return Err("the dynamic informer stopped before it synced".into()),
-        Err(_) => return Err("timed out waiting for the dynamic informer to sync".into()),
-    }
-    let cached = informer.indexer();
-    Ok(Running::new(
-        Box::new(move || cached.len()),
-        seen,
-        cancel,
-        task,
-    ))
+    clients::start_kcache(
+        Arc::new(lw),
+        ListMode::Streaming,
+        false,
+        Arc::new(AtomicUsize::new(0)),
+        CancellationToken::new(),
+    )
+    .await
 }
 
 /// `soak-client KEY` mode: starts `row`'s client against `target`, prints `synced <seconds>
