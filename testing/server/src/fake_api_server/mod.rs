@@ -18,8 +18,15 @@
 //!   stored one: in a PUT body, in a patch, or in the `preconditions` of a DELETE's
 //!   `DeleteOptions` ([`Preconditions`]). PATCH takes JSON patch, merge patch, strategic merge
 //!   patch (reduced to a merge patch that follows kubectl's list directives) and server-side
-//!   apply (reduced to a merge of the applied object, created if absent; no `managedFields`),
-//!   see [`PatchType`]; any other media type is 415. Writes that change nothing keep the RV and
+//!   apply with field ownership (created if absent), see [`PatchType`]; any other media type is
+//!   415. HTTP writes keep `metadata.managedFields` as kube-apiserver does: each create, update
+//!   and patch records an `Update` entry of its manager (`fieldManager`, else the User-Agent up
+//!   to its first `/`) owning the fields it changed; an apply owns exactly the fields it
+//!   applied, removes those it stopped applying that nobody else owns, and is a 409 `Conflict`
+//!   naming each field another manager owns with another value unless `force=true`. List
+//!   merge keys come from a table of the built-in kinds' common lists (containers by name,
+//!   ports by port and protocol, ...); other lists are atomic. Writes through the Rust handle
+//!   leave `managedFields` as they are. Writes that change nothing keep the RV and
 //!   emit nothing. Finalizers make a delete a MODIFIED (with `deletionTimestamp`); the object
 //!   goes when they are removed. DELETED events carry the last state with the deletion's new
 //!   RV. `fieldValidation` is accepted and not enforced (objects have no schema here);
@@ -73,8 +80,9 @@
 //! - A controllable clock: timers use tokio time (tests may pause it); history retention is by
 //!   count, not age.
 //! - Collection DELETE, subresources (`/status`, `/scale`), graceful deletion periods, garbage
-//!   collection (`propagationPolicy` is accepted and does nothing), dry runs, field ownership
-//!   (`managedFields`) and schema validation; `/openapi/v2` (kubectl asks for it only when v3
+//!   collection (`propagationPolicy` is accepted and does nothing), dry runs, the merge keys of
+//!   lists outside the built-in table, client-side apply's annotation taken over by a
+//!   server-side apply, the cap of ten `Update` managers, and schema validation; `/openapi/v2` (kubectl asks for it only when v3
 //!   is missing).
 //! - The listener going down for a while (connection refused), h2 GOAWAY on demand,
 //!   byte-level throttling and arbitrary chunk splitting, multi-member gzip.
@@ -98,16 +106,22 @@
 //! # Ok(()) }
 //! ```
 
+mod apply;
 mod body;
 mod columns;
 mod delete_options;
 mod discovery;
 mod faults;
+mod field_manager;
+mod field_set;
 mod json_patch;
 mod kubeconfig;
 mod limits;
+mod list_semantics;
+mod managed_fields;
 mod merge_patch;
 mod namespaces;
+mod object_fields;
 mod openapi;
 mod params;
 mod patch;

@@ -7,11 +7,11 @@
 //! - [`StrategicMerge`](PatchType::StrategicMerge): a merge patch that also follows the
 //!   directives kubectl writes, lists otherwise replaced wholesale
 //!   ([`strategic_merge`](super::strategic_merge) says exactly how far it goes).
-//! - [`Apply`](PatchType::Apply): server-side apply, simplified: the applied object (YAML or
-//!   JSON) is merged into the stored one as a merge patch, or created when there is none. No
-//!   `managedFields` are kept, so there are no field-ownership conflicts, and a field that an
-//!   applier stops sending is left in place (the real server removes fields their manager no
-//!   longer applies). Over HTTP the `fieldManager` parameter is required, as on the real server.
+//! - [`Apply`](PatchType::Apply): server-side apply of the applied object (YAML or JSON),
+//!   created when there is none. Over HTTP the `fieldManager` parameter is required, as on the
+//!   real server, and the apply follows field ownership ([`apply`](super::apply)): conflicts,
+//!   `force`, removal of fields no longer applied, `managedFields`. Through the Rust handle,
+//!   which names no manager, it is a merge of the applied object as a merge patch.
 //!
 //! In every kind a `metadata.resourceVersion` the patch sets is a precondition: the write fails
 //! with 409 Conflict unless it is the stored version's. A patch that changes nothing writes
@@ -37,7 +37,7 @@ pub enum PatchType {
     Merge,
     /// `application/strategic-merge-patch+json`: a merge patch with kubectl's list directives.
     StrategicMerge,
-    /// `application/apply-patch+yaml`: server-side apply of a whole object, simplified.
+    /// `application/apply-patch+yaml`: server-side apply of a whole object.
     Apply,
 }
 

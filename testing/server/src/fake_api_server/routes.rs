@@ -16,6 +16,7 @@ use super::body::ResponseBody;
 use super::delete_options::DeleteOptions;
 use super::discovery;
 use super::faults::{FaultKind, RequestShape, Verb};
+use super::field_manager::FieldManager;
 use super::limits::MAX_BODY;
 use super::params::{self, ListParams, Target, parse_rv, truthy};
 use super::patch::{self, PatchType};
@@ -272,22 +273,38 @@ async fn write(
         _ => {}
     }
     write_options::check(query, patch_type)?;
+    let user_agent = req
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok());
+    let manager = FieldManager::from_request(
+        query,
+        user_agent,
+        patch_type,
+        verb == Verb::Create,
+        &target.resource,
+    )?;
     let body = read_body(req.into_body()).await?;
     if let (Some(patch_type), Some(name)) = (patch_type, name) {
         let patch = patch::decode(patch_type, &body)?;
-        let (obj, created) =
-            shared.mutate(|s| s.patch(&target.id, ns, name, patch_type, &patch))?;
+        let (obj, created) = shared.mutate(|s| {
+            s.as_manager(manager, |s| {
+                s.patch(&target.id, ns, name, patch_type, &patch)
+            })
+        })?;
         return Ok(object_response(if created { 201 } else { 200 }, &obj, None));
     }
     let obj: DynamicObject = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(&format!("the object provided is unrecognized: {e}")))?;
     match name {
         None => {
-            let obj = shared.mutate(|s| s.create(&target.id, ns, obj))?;
+            let obj =
+                shared.mutate(|s| s.as_manager(manager, |s| s.create(&target.id, ns, obj)))?;
             Ok(object_response(201, &obj, None))
         }
         Some(name) => {
-            let obj = shared.mutate(|s| s.update(&target.id, ns, name, obj))?;
+            let obj = shared
+                .mutate(|s| s.as_manager(manager, |s| s.update(&target.id, ns, name, obj)))?;
             Ok(object_response(200, &obj, None))
         }
     }

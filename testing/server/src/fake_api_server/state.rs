@@ -13,7 +13,10 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::apply;
 use super::faults::{Fault, FaultKind, RequestShape, UndecodableEvent, Verb};
+use super::field_manager::{FieldManager, Operation};
+use super::managed_fields;
 use super::namespaces::{self, INITIAL_NAMESPACES, default_namespace};
 use super::openapi::Documents;
 use super::patch::{self, PatchType};
@@ -171,6 +174,9 @@ pub(crate) struct State {
     /// The `OpenAPI` documents of the registered resources, once asked for (dropped when one is
     /// registered; see [`discovery`](super::discovery)).
     pub(crate) openapi: Option<Arc<Documents>>,
+    /// The manager of the HTTP write in progress ([`as_manager`](State::as_manager)), whose
+    /// `managedFields` it records; none for the Rust handle's writes.
+    pub(crate) field_manager: Option<FieldManager>,
     history_limit: usize,
 }
 
@@ -211,6 +217,7 @@ impl Shared {
             log: VecDeque::new(),
             registrations: 0,
             openapi: None,
+            field_manager: None,
             history_limit: config.history_limit.max(1),
         };
         for r in resources {
@@ -287,6 +294,19 @@ struct Existing<'n> {
 }
 
 impl State {
+    /// Runs `write` as an HTTP write by `manager`: `managedFields` are recorded (see
+    /// [`managed_fields`]) and an apply is one with field ownership (see [`apply`]).
+    pub(crate) fn as_manager<T>(
+        &mut self,
+        manager: FieldManager,
+        write: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        self.field_manager = Some(manager);
+        let out = write(self);
+        self.field_manager = None;
+        out
+    }
+
     /// Serves `resource` from now on (nothing changes if it is served already).
     pub(crate) fn register(&mut self, resource: ServedResource) {
         if let Entry::Vacant(slot) = self.resources.entry(resource.id()) {
@@ -440,6 +460,7 @@ impl State {
         if *id == *NAMESPACES {
             default_namespace(&mut obj);
         }
+        managed_fields::record(self.field_manager.as_ref(), None, &mut obj);
         // The namespace the object is created in comes to exist with it, at the RV the write
         // is about to take; made first, so that the write happens whole or not at all.
         let new_namespace = match &namespace {
@@ -593,6 +614,7 @@ impl State {
             .ne(current.data.iter().filter(|(k, _)| k.as_str() != "status"));
         let generation = current.metadata.generation.unwrap_or(1);
         obj.metadata.generation = Some(generation + i64::from(spec_changed));
+        managed_fields::record(self.field_manager.as_ref(), Some(current), &mut obj);
         if obj == *current {
             return Ok(old);
         }
@@ -642,15 +664,22 @@ impl State {
         patch_type: PatchType,
         body: &Value,
     ) -> Result<(Arc<Stored>, bool), ApiError> {
+        let applier = (patch_type == PatchType::Apply)
+            .then(|| self.field_manager.clone())
+            .flatten()
+            .filter(|m| m.operation == Operation::Apply);
         if patch_type == PatchType::Apply {
             check_applied_type(&self.resource(id)?.resource, body)?;
         }
         let existing = match self.existing(id, namespace, name) {
             Ok(existing) => existing,
             Err(e) if e.code == 404 && patch_type == PatchType::Apply => {
-                let mut obj: DynamicObject = serde_json::from_value(body.clone()).map_err(|e| {
-                    ApiError::bad_request(&format!("the applied object is not an object: {e}"))
-                })?;
+                let mut obj: DynamicObject = match &applier {
+                    Some(m) => apply::apply_now(None, body, m, &self.resource(id)?.resource)?,
+                    None => serde_json::from_value(body.clone()).map_err(|e| {
+                        ApiError::bad_request(&format!("the applied object is not an object: {e}"))
+                    })?,
+                };
                 if obj.metadata.name.as_deref().is_some_and(|n| n != name) {
                     return Err(name_mismatch(obj.metadata.name.as_deref(), name));
                 }
@@ -659,7 +688,15 @@ impl State {
             }
             Err(e) => return Err(e),
         };
-        let obj = patch::patched(&existing.old.object, patch_type, body)?;
+        let obj = match &applier {
+            Some(m) => apply::apply_now(
+                Some(&existing.old.object),
+                body,
+                m,
+                &self.resource(id)?.resource,
+            )?,
+            None => patch::patched(&existing.old.object, patch_type, body)?,
+        };
         // Unlike a PUT body, which may leave the name out, a patched object must keep it.
         if obj.metadata.name.as_deref() != Some(name) {
             return Err(name_mismatch(obj.metadata.name.as_deref(), name));

@@ -3,8 +3,9 @@
 //!
 //! - `fieldValidation` (`Strict`, `Warn`, `Ignore`; kubectl sends `Strict`) is accepted and not
 //!   enforced: objects have no schema here, so there is no unknown field to report.
-//! - `fieldManager` is required for an apply patch (422 without it, as on the real server) and
-//!   otherwise ignored: no `managedFields` are kept.
+//! - `fieldManager` is required for an apply patch (422 without it, as on the real server); its
+//!   length, its characters and `force` are checked by
+//!   [`FieldManager`](super::field_manager::FieldManager), which names the write's manager.
 //! - `dryRun` is refused (400): writes here always happen, and a test that asked for a dry run
 //!   must not see one. A DELETE may also ask for it in its body, where kubectl and client-go put
 //!   it ([`DeleteOptions`](super::delete_options::DeleteOptions) refuses it there).

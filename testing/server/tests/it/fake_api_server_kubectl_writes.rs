@@ -1,7 +1,9 @@
 //! The real kubectl writing to the fake API server, with its default client-side checks
 //! (no `--validate=false`): `create -f`, `apply -f` twice, `apply --server-side`, `label`,
 //! `annotate`, `patch` of each type, `delete`, and `get` of the default kinds, `-o wide`
-//! included.
+//! included; `apply --server-side` by two field managers (the conflict kubectl reports, then
+//! `--force-conflicts`) and the `managedFields` kubectl shows, with the managers its other
+//! writes name.
 //!
 //! Like the other kubectl tests they need `/usr/bin/kubectl`, and pass saying they did not run
 //! without it unless `KCACHE_REQUIRE_KUBECTL` is set.
@@ -440,4 +442,149 @@ async fn kubectl_get_deployments_services_leases_and_namespaces() {
         ]
     );
     assert!(blocks[3][1..].iter().all(|row| row[1] == "Active"));
+}
+
+/// `kubectl apply --server-side` of `path` by field manager `manager`.
+fn ssa_args<'a>(manager: &'a str, path: &'a str) -> [&'a str; 6] {
+    [
+        "apply",
+        "--server-side",
+        "--field-manager",
+        manager,
+        "-f",
+        path,
+    ]
+}
+
+#[tokio::test]
+async fn kubectl_server_side_apply_conflicts_between_field_managers() {
+    if !kubectl_available("kubectl_server_side_apply_conflicts_between_field_managers") {
+        return;
+    }
+    let env = env(false).await;
+    let web = |replicas: u32| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n\
+             spec:\n  replicas: {replicas}\n  selector:\n    matchLabels:\n      app: web\n  \
+             template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      \
+             containers:\n      - name: nginx\n        image: nginx:1.27\n"
+        )
+    };
+    let two = Manifest::new(&env, "ssa-a", &web(2));
+    let out = run(&env, &ssa_args("a", two.path())).await;
+    assert_eq!(out.trim(), "deployment.apps/web serverside-applied");
+    // b applies other replicas: kubectl reports the server's conflict and fails.
+    let three = Manifest::new(&env, "ssa-b", &web(3));
+    let out = kubectl(&env, &ssa_args("b", three.path()))
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Apply failed with 1 conflict: conflict with \"a\": .spec.replicas"),
+        "{stderr}"
+    );
+    let stored_replicas = |env: &Env| {
+        stored(env, &ServedResource::deployments(), Some("shop"), "web")["spec"]["replicas"].clone()
+    };
+    assert_eq!(stored_replicas(&env), 2);
+    // Forced, b takes replicas.
+    let mut forced = ssa_args("b", three.path()).to_vec();
+    forced.push("--force-conflicts");
+    let out = run(&env, &forced).await;
+    assert_eq!(out.trim(), "deployment.apps/web serverside-applied");
+    assert_eq!(stored_replicas(&env), 3);
+    // kubectl shows the entries: a keeps the container, b owns replicas.
+    let yaml = run(
+        &env,
+        &[
+            "get",
+            "deploy",
+            "web",
+            "-n",
+            "shop",
+            "-o",
+            "yaml",
+            "--show-managed-fields",
+        ],
+    )
+    .await;
+    for line in [
+        "manager: a",
+        "manager: b",
+        "operation: Apply",
+        "f:replicas: {}",
+        "k:{\"name\":\"nginx\"}:",
+    ] {
+        assert!(yaml.contains(line), "{line} in {yaml}");
+    }
+    let json: Value = serde_json::from_str(
+        &run(
+            &env,
+            &[
+                "get",
+                "deploy",
+                "web",
+                "-n",
+                "shop",
+                "-o",
+                "json",
+                "--show-managed-fields",
+            ],
+        )
+        .await,
+    )
+    .unwrap();
+    let entries = json["metadata"]["managedFields"].as_array().unwrap();
+    let replicas_owners: Vec<&str> = entries
+        .iter()
+        .filter(|e| e["fieldsV1"]["f:spec"].get("f:replicas").is_some())
+        .map(|e| e["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(replicas_owners, ["b"]);
+}
+
+#[tokio::test]
+async fn kubectl_writes_name_their_field_managers() {
+    if !kubectl_available("kubectl_writes_name_their_field_managers") {
+        return;
+    }
+    let env = env(false).await;
+    // kubectl's other writes name their own managers.
+    let settings = Manifest::new(
+        &env,
+        "ssa-cm",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\ndata:\n  mode: fast\n",
+    );
+    run(&env, &["create", "-f", settings.path()]).await;
+    run(
+        &env,
+        &["label", "configmap", "settings", "-n", "shop", "tier=web"],
+    )
+    .await;
+    let cm: Value = serde_json::from_str(
+        &run(
+            &env,
+            &[
+                "get",
+                "cm",
+                "settings",
+                "-n",
+                "shop",
+                "-o",
+                "json",
+                "--show-managed-fields",
+            ],
+        )
+        .await,
+    )
+    .unwrap();
+    let managers: Vec<&str> = cm["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(managers, ["kubectl-create", "kubectl-label"], "{cm}");
 }

@@ -8,6 +8,7 @@ mod fake_api_server_client;
 mod fake_api_server_faults;
 mod fake_api_server_kubectl;
 mod fake_api_server_kubectl_writes;
+mod fake_api_server_managed_fields;
 mod fake_api_server_writes;
 mod fake_proxy;
 mod workload;
