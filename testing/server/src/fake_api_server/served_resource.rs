@@ -193,9 +193,27 @@ impl ServedResource {
         .with_returns_deleted_object(false)
     }
 
+    /// `apiextensions.k8s.io/v1` custom resource definitions (cluster-scoped, short name
+    /// `crd`): writing one serves the custom resource it defines.
+    pub fn customresourcedefinitions() -> Self {
+        Self::new(
+            ApiResource::new(
+                "apiextensions.k8s.io",
+                "v1",
+                "customresourcedefinitions",
+                false,
+            ),
+            "CustomResourceDefinition",
+        )
+        .with_short_name("crd")
+        .with_short_name("crds")
+        .with_crd_style(false)
+        .with_status_subresource(true)
+    }
+
     /// The kinds a [`FakeApiServer`](super::FakeApiServer) serves by default: pods, configmaps,
-    /// nodes, namespaces, services, events, secrets, service accounts, deployments, replica sets
-    /// and leases.
+    /// nodes, namespaces, services, events, secrets, service accounts, deployments, replica sets,
+    /// leases and custom resource definitions.
     pub fn defaults() -> Vec<Self> {
         vec![
             Self::pods(),
@@ -209,6 +227,7 @@ impl ServedResource {
             Self::deployments(),
             Self::replicasets(),
             Self::leases(),
+            Self::customresourcedefinitions(),
         ]
     }
 

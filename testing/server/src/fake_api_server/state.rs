@@ -1,6 +1,7 @@
 //! The server's state: objects per resource, one global resource-version counter, a bounded event
 //! history per resource, the registered watchers and the pending faults.
 
+mod crds;
 mod lifecycle;
 
 use std::borrow::Cow;
@@ -554,12 +555,20 @@ impl State {
         mut obj: DynamicObject,
         old: Option<Arc<Stored>>,
     ) -> Result<Arc<Stored>, ApiError> {
+        let definition = *id == *CRDS;
+        if definition && kind != EventType::Deleted {
+            crds::served_of(&obj)?;
+            crds::accept(&mut obj);
+        }
         if self.dry_run {
             // Answered as written, at the version it had: nothing is stored.
             obj.metadata.resource_version = old
                 .as_ref()
                 .and_then(|o| o.object.metadata.resource_version.clone());
             return Stored::new(obj).map_err(super::status::internal);
+        }
+        if definition && kind == EventType::Deleted {
+            self.delete_definition_objects(&obj)?;
         }
         let rv = self.next_rv();
         obj.metadata.resource_version = Some(rv.to_string());
@@ -577,7 +586,18 @@ impl State {
             &obj.object,
             old.as_ref().map(|o| &*o.object),
         );
+        let old_definition = if definition { old.clone() } else { None };
         self.record(id, kind, key, obj.clone(), old);
+        if definition {
+            if kind == EventType::Deleted {
+                for resource in crds::served_of(&obj.object).unwrap_or_default() {
+                    self.unregister(&resource.id());
+                }
+            } else {
+                let before = old_definition.as_deref().map(|o| &*o.object);
+                self.definition_written(&obj.object, before);
+            }
+        }
         if kind == EventType::Deleted {
             self.after_removal(id, &obj.object)?;
         }
@@ -877,6 +897,10 @@ impl State {
 
 /// The id of core v1 namespaces.
 static NAMESPACES: LazyLock<ResourceId> = LazyLock::new(|| ServedResource::namespaces().id());
+
+/// The id of custom resource definitions.
+static CRDS: LazyLock<ResourceId> =
+    LazyLock::new(|| ServedResource::customresourcedefinitions().id());
 
 /// 400 for an object whose name is not the one on the URL.
 /// The 400 for an object whose name is not its URL's.

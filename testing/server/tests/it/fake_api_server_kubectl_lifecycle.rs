@@ -218,3 +218,90 @@ async fn kubectl_delete_of_an_owner_and_of_a_namespace() {
         "{err}"
     );
 }
+
+const WIDGET_CRD: &str = "\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names:
+    plural: widgets
+    singular: widget
+    kind: Widget
+    shortNames: [wd]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+    subresources:
+      status: {}
+";
+
+const WIDGET: &str = "\
+apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: gear
+  namespace: shop
+spec:
+  size: 3
+";
+
+#[tokio::test]
+async fn kubectl_installs_a_crd_then_its_objects() {
+    if !kubectl_available("kubectl_installs_a_crd_then_its_objects") {
+        return;
+    }
+    let env = env(true).await;
+    let crd = manifest(&env, "crd", WIDGET_CRD);
+    let out = run(&env, &["apply", "-f", &crd]).await;
+    assert!(
+        out.contains("customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"),
+        "{out}"
+    );
+    run(
+        &env,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=10s",
+        ],
+    )
+    .await;
+    let widget = manifest(&env, "widget", WIDGET);
+    let out = run(&env, &["apply", "-f", &widget]).await;
+    assert!(out.contains("widget.example.com/gear created"), "{out}");
+    let out = run(&env, &["get", "wd", "-n", "shop"]).await;
+    assert!(out.contains("gear"), "{out}");
+    let size = run(
+        &env,
+        &[
+            "get",
+            "widgets",
+            "-n",
+            "shop",
+            "gear",
+            "-o",
+            "jsonpath={.spec.size}",
+        ],
+    )
+    .await;
+    assert_eq!(size, "3");
+    let out = run(&env, &["delete", "-f", &crd]).await;
+    assert!(out.contains("deleted"), "{out}");
+    let err = fails(&env, &["get", "widgets", "-n", "shop"]).await;
+    // kubectl says so from discovery, or from the 404 of a list when its cache still had it.
+    assert!(
+        err.contains("the server doesn't have a resource type")
+            || err.contains("could not find the requested resource"),
+        "{err}"
+    );
+}

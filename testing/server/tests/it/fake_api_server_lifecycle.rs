@@ -633,3 +633,79 @@ async fn the_handle_stores_status_as_given() {
     let created = server.create(&ServedResource::pods(), pod).unwrap();
     assert_eq!(created.data["status"]["phase"], "Running");
 }
+
+/// A `CustomResourceDefinition` of `widgets.example.com`, namespaced, `v1` with a `status`
+/// subresource.
+pub(crate) fn widget_definition() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                      "shortNames": ["wd"], "categories": ["all"]},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+                "subresources": {"status": {}},
+            }],
+        },
+    })
+}
+
+#[tokio::test]
+async fn a_custom_resource_definition_serves_its_kind_until_deleted() {
+    let (server, client) = start().await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let created = ok(
+        &client
+            .request(Method::POST, crds, Some(widget_definition()))
+            .await,
+        StatusCode::CREATED,
+    );
+    let conditions = created["status"]["conditions"].to_string();
+    assert!(conditions.contains("Established"), "{created}");
+    assert_eq!(created["status"]["acceptedNames"]["kind"], "Widget");
+    let discovery = ok(&client.get("/apis/example.com/v1").await, StatusCode::OK);
+    let names: Vec<&str> = discovery["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert_eq!(names, ["widgets", "widgets/status"]);
+    let widgets = "/apis/example.com/v1/namespaces/ns/widgets";
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"size": 3}, "status": {"ready": true}});
+    let made = ok(
+        &client.request(Method::POST, widgets, Some(widget)).await,
+        StatusCode::CREATED,
+    );
+    assert!(
+        made.get("status").is_none(),
+        "status goes through /status: {made}"
+    );
+    assert_eq!(made["metadata"]["generation"], 1);
+    let rv = server.resource_version();
+    let mut watch = client
+        .watch(&format!("{widgets}?watch=1&resourceVersion={rv}"))
+        .await;
+    // A name that is not `<plural>.<group>` is refused.
+    let mut bad = widget_definition();
+    bad["metadata"]["name"] = json!("gadgets.example.com");
+    let reply = client.request(Method::POST, crds, Some(bad)).await;
+    assert_eq!(
+        ok(&reply, StatusCode::UNPROCESSABLE_ENTITY)["reason"],
+        "Invalid"
+    );
+    // Deleting the definition deletes its objects, then stops serving them.
+    ok(
+        &client
+            .request(Method::DELETE, &format!("{crds}/widgets.example.com"), None)
+            .await,
+        StatusCode::OK,
+    );
+    assert_eq!(events(&mut watch, 1).await, [pair("DELETED", "w")]);
+    assert_eq!(client.get(widgets).await.status, StatusCode::NOT_FOUND);
+}

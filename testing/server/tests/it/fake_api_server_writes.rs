@@ -798,7 +798,12 @@ async fn openapi_v3_offers_field_validation_on_every_kinds_patch() {
     let gvs: Vec<&str> = paths.keys().map(String::as_str).collect();
     assert_eq!(
         gvs,
-        ["api/v1", "apis/apps/v1", "apis/coordination.k8s.io/v1"]
+        [
+            "api/v1",
+            "apis/apiextensions.k8s.io/v1",
+            "apis/apps/v1",
+            "apis/coordination.k8s.io/v1"
+        ]
     );
     let url = paths["apis/apps/v1"]["serverRelativeURL"].as_str().unwrap();
     assert!(url.starts_with("/openapi/v3/apis/apps/v1?hash="), "{url}");
