@@ -2,17 +2,19 @@
 //! step, as kube-apiserver reads it.
 //!
 //! - `preconditions` (`uid`, `resourceVersion`) become the delete's [`Preconditions`].
-//! - `dryRun` is refused (400) when it names anything, as in the query
+//! - `dryRun` (`["All"]`) makes the delete a dry run, as in the query
 //!   ([`write_options`](super::write_options)): kubectl's `delete --dry-run=server` and
-//!   client-go send it here, in the body, and a server that ignored it would really delete.
-//! - `propagationPolicy` is checked (`Orphan`, `Background` or `Foreground`, else 422 as on the
-//!   real server) and does nothing: there is no garbage collector.
-//! - `kind`, `apiVersion`, `gracePeriodSeconds` and `orphanDependents` are accepted and ignored
-//!   (deletion is never graceful here); an unknown member is ignored, as by the real decoder.
+//!   client-go send it here, in the body.
+//! - `propagationPolicy` (`Orphan`, `Background` or `Foreground`, else 422 as on the real
+//!   server) says what happens to the object's dependents; `orphanDependents: true` (its older
+//!   form) is `Orphan`. Without either, dependents are deleted in the background.
+//! - `kind`, `apiVersion` and `gracePeriodSeconds` are accepted and ignored (deletion is never
+//!   graceful here); an unknown member is ignored, as by the real decoder.
 
 use serde::Deserialize;
 
 use super::preconditions::Preconditions;
+use super::state::Propagation;
 use super::status::ApiError;
 use super::write_options;
 
@@ -24,6 +26,10 @@ const PROPAGATION_POLICIES: [&str; 3] = ["Foreground", "Background", "Orphan"];
 pub(crate) struct DeleteOptions {
     /// What the stored object must be for the delete to happen.
     pub(crate) preconditions: Preconditions,
+    /// What happens to the object's dependents.
+    pub(crate) propagation: Propagation,
+    /// Whether the body asked for a dry run.
+    pub(crate) dry_run: bool,
 }
 
 /// The members of a `DeleteOptions` body the server reads, as they are on the wire.
@@ -36,6 +42,8 @@ struct Wire {
     dry_run: Option<Vec<String>>,
     #[serde(default)]
     propagation_policy: Option<String>,
+    #[serde(default)]
+    orphan_dependents: Option<bool>,
 }
 
 /// `DeleteOptions.preconditions` on the wire.
@@ -59,9 +67,10 @@ impl DeleteOptions {
         let wire: Wire = serde_json::from_slice(body).map_err(|e| {
             ApiError::bad_request(&format!("the DeleteOptions provided are unrecognized: {e}"))
         })?;
-        if wire.dry_run.as_ref().is_some_and(|d| !d.is_empty()) {
-            return Err(write_options::dry_run_refused());
-        }
+        let dry_run = write_options::dry_run(
+            wire.dry_run.iter().flatten().map(String::as_str),
+            "DeleteOptions",
+        )?;
         if let Some(policy) = wire.propagation_policy.as_deref()
             && !PROPAGATION_POLICIES.contains(&policy)
         {
@@ -75,12 +84,19 @@ impl DeleteOptions {
                 ),
             ));
         }
+        let propagation = match wire.propagation_policy.as_deref() {
+            Some(policy) => Propagation::parse(policy).unwrap_or_default(),
+            None if wire.orphan_dependents == Some(true) => Propagation::Orphan,
+            None => Propagation::default(),
+        };
         let pre = wire.preconditions.unwrap_or_default();
         Ok(Self {
             preconditions: Preconditions {
                 uid: pre.uid,
                 resource_version: pre.resource_version,
             },
+            propagation,
+            dry_run,
         })
     }
 }
@@ -105,8 +121,18 @@ mod tests {
             options.preconditions,
             Preconditions::uid("u").and_resource_version("7")
         );
-        // What `kubectl delete --dry-run=server` sends: refused, never a real delete.
-        assert_eq!(parse(r#"{"dryRun": ["All"]}"#), Err(400));
+        assert_eq!(options.propagation, Propagation::Background);
+        // What `kubectl delete --dry-run=server` sends.
+        assert!(parse(r#"{"dryRun": ["All"]}"#).unwrap().dry_run);
+        assert_eq!(parse(r#"{"dryRun": ["Some"]}"#), Err(422));
+        assert_eq!(
+            parse(r#"{"orphanDependents": true}"#).map(|o| o.propagation),
+            Ok(Propagation::Orphan)
+        );
+        assert_eq!(
+            parse(r#"{"propagationPolicy": "Foreground"}"#).map(|o| o.propagation),
+            Ok(Propagation::Foreground)
+        );
         assert_eq!(
             parse(r#"{"dryRun": [], "preconditions": null}"#),
             Ok(DeleteOptions::default())

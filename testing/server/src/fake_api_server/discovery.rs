@@ -13,14 +13,25 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::access;
 use super::openapi::Documents;
 use super::served_resource::ServedResource;
 use super::state::Shared;
 
 /// The verbs every served resource has.
-const VERBS: [&str; 7] = [
-    "create", "delete", "get", "list", "patch", "update", "watch",
+const VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
 ];
+
+/// The verbs of a `status` or `scale` subresource.
+const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
 
 /// The encoded discovery or `OpenAPI` document at `segs` (the path's segments), `None` when the
 /// path is not one (nor a group or group-version the server serves).
@@ -32,6 +43,7 @@ pub(crate) fn document(shared: &Shared, segs: &[&str], address: &str) -> Option<
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
         }),
         ["api", version] => resource_list("", version, &served(shared, "", Some(version)))?,
+        ["apis", access::GROUP, access::VERSION] => access::resource_list(),
         ["apis"] => {
             let groups = groups(shared);
             json!({
@@ -83,6 +95,7 @@ fn served(shared: &Shared, group: &str, version: Option<&str>) -> Vec<ServedReso
 fn groups(shared: &Shared) -> BTreeMap<String, Vec<String>> {
     let state = shared.lock();
     let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    groups.insert(access::GROUP.to_owned(), vec![access::VERSION.to_owned()]);
     for r in state.resources.values().map(|r| &r.resource) {
         if r.api.group.is_empty() {
             continue;
@@ -100,19 +113,41 @@ fn resource_list(group: &str, version: &str, resources: &[ServedResource]) -> Op
     if resources.is_empty() {
         return None;
     }
-    let items: Vec<Value> = resources
-        .iter()
-        .map(|r| {
-            json!({
-                "name": r.api.plural,
-                "singularName": r.singular(),
+    let mut items: Vec<Value> = Vec::new();
+    for r in resources {
+        let mut item = json!({
+            "name": r.api.plural,
+            "singularName": r.singular(),
+            "namespaced": r.api.namespaced,
+            "kind": r.kind,
+            "verbs": VERBS,
+            "shortNames": r.short_names,
+        });
+        if !r.categories.is_empty() {
+            item["categories"] = json!(r.categories);
+        }
+        items.push(item);
+        if r.status_subresource {
+            items.push(json!({
+                "name": format!("{}/status", r.api.plural),
+                "singularName": "",
                 "namespaced": r.api.namespaced,
                 "kind": r.kind,
-                "verbs": VERBS,
-                "shortNames": r.short_names,
-            })
-        })
-        .collect();
+                "verbs": SUBRESOURCE_VERBS,
+            }));
+        }
+        if r.scale_subresource {
+            items.push(json!({
+                "name": format!("{}/scale", r.api.plural),
+                "singularName": "",
+                "namespaced": r.api.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": SUBRESOURCE_VERBS,
+            }));
+        }
+    }
     let group_version = if group.is_empty() {
         version.to_owned()
     } else {

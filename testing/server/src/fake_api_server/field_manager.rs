@@ -53,10 +53,11 @@ pub(crate) struct FieldManager {
     pub(crate) status_subresource: bool,
 }
 
-/// Whether `resource` has a `status` subresource, through which its status is owned. None
-/// does yet: the fake server serves no subresource, so writes to an object own its status.
-pub(crate) fn status_subresource(_resource: &ServedResource) -> bool {
-    false
+/// Whether `resource` has a `status` subresource, through which its status is owned: writes
+/// to the object itself then own nothing under `status` (a write to `/status` sets the flag
+/// off, owning what it changed there).
+pub(crate) fn status_subresource(resource: &ServedResource) -> bool {
+    resource.status_subresource
 }
 
 impl FieldManager {

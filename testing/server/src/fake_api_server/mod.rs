@@ -29,9 +29,12 @@
 //!   leave `managedFields` as they are. Writes that change nothing keep the RV and
 //!   emit nothing. Finalizers make a delete a MODIFIED (with `deletionTimestamp`); the object
 //!   goes when they are removed. DELETED events carry the last state with the deletion's new
-//!   RV. `fieldValidation` is accepted and not enforced (objects have no schema here);
-//!   `dryRun` is refused with 400 rather than ignored, in the query or in a DELETE's
-//!   `DeleteOptions` body (where kubectl and client-go send it). kube-apiserver's size limits
+//!   RV. A DELETE answers the object (pods, services, namespaces, nodes, service accounts,
+//!   custom kinds, and any object finalizers hold) or a `Status` of kind `Success` (configmaps,
+//!   secrets, events, leases, deployments, replica sets), as kube-apiserver does
+//!   ([`ServedResource::returns_deleted_object`]). `dryRun=All`, in the query or in a DELETE's
+//!   `DeleteOptions` body, makes any write a dry run: checked, defaulted and answered, nothing
+//!   stored, no event. kube-apiserver's size limits
 //!   hold: a body is at most 3 MiB, a JSON patch at most 10,000 operations copying at most
 //!   3 MiB, a patched object at most 3 MiB of JSON (413 otherwise, 422 for the copies).
 //! - **Namespaces**: `default`, `kube-node-lease`, `kube-public` and `kube-system` exist at
@@ -39,7 +42,22 @@
 //!   `Active`) in the same write, at the object's resource version, so the resource versions a
 //!   test sees do not depend on it; such a namespace stays when its objects go. A namespace
 //!   name that is not a lowercase RFC 1123 label is refused with 400. Deleting a Namespace
-//!   does not delete what is in it.
+//!   marks it `Terminating`, deletes what is in it, then removes it (objects held by
+//!   finalizers hold it); creating in it meanwhile is 403.
+//! - **Lifecycle**: garbage collection by `ownerReferences` when an owner is deleted, with the
+//!   `propagationPolicy` it names (background by default, foreground with the
+//!   `foregroundDeletion` finalizer, orphan); `metadata.generation` on the kinds that have it
+//!   ([`ServedResource::generation`]), bumped when anything but metadata and status changes;
+//!   the `status` subresource ([`ServedResource::status_subresource`]: pods, services,
+//!   namespaces, nodes, deployments, replica sets) and `scale` (deployments, replica sets);
+//!   `deletecollection` with label and field selectors; defaults for pods, services, secrets,
+//!   deployments and replica sets on HTTP writes. The collector and namespace controller act
+//!   within the DELETE itself, not a moment later as on a cluster, and an object whose owner
+//!   never existed here is left alone. Objects written through the Rust handle are stored as
+//!   given (status included, no defaults), as a test seeds a cluster's state.
+//! - **Operator endpoints**: `/healthz`, `/livez` and `/readyz` (with their checks and
+//!   `?verbose`), `SelfSubjectAccessReview` and `SelfSubjectRulesReview` answering allowed,
+//!   categories (`all`) in discovery for `kubectl get all`.
 //! - **List**: label and field selectors (`metadata.name`, `metadata.namespace`, plus per-resource
 //!   fields such as pods' `spec.nodeName` and `status.phase`), `limit`/`continue` with real token
 //!   expiry (410 `Expired`), `resourceVersion` `""`/`"0"`/exact/`NotOlderThan` (504 "Too large
@@ -79,11 +97,10 @@
 //!   its common name): no 401/403 flows beyond injecting them with [`Fault::status`].
 //! - A controllable clock: timers use tokio time (tests may pause it); history retention is by
 //!   count, not age.
-//! - Collection DELETE, subresources (`/status`, `/scale`), graceful deletion periods, garbage
-//!   collection (`propagationPolicy` is accepted and does nothing), dry runs, the merge keys of
+//! - Graceful deletion periods (objects go at once), schema validation, the merge keys of
 //!   lists outside the built-in table, client-side apply's annotation taken over by a
-//!   server-side apply, the cap of ten `Update` managers, and schema validation; `/openapi/v2` (kubectl asks for it only when v3
-//!   is missing).
+//!   server-side apply and the cap of ten `Update` managers; `/openapi/v2` (kubectl asks for
+//!   it only when v3 is missing).
 //! - The listener going down for a while (connection refused), h2 GOAWAY on demand,
 //!   byte-level throttling and arbitrary chunk splitting, multi-member gzip.
 //!
@@ -106,14 +123,17 @@
 //! # Ok(()) }
 //! ```
 
+mod access;
 mod apply;
 mod body;
 mod columns;
+mod defaults;
 mod delete_options;
 mod discovery;
 mod faults;
 mod field_manager;
 mod field_set;
+mod health;
 mod json_patch;
 mod kubeconfig;
 mod limits;
@@ -134,6 +154,7 @@ mod state;
 mod status;
 mod stored;
 mod strategic_merge;
+mod subresource;
 mod table;
 mod tls;
 pub(crate) mod util;
@@ -564,7 +585,16 @@ impl FakeApiServer {
         let id = resource.id();
         Ok(self
             .shared
-            .mutate(|s| s.delete(&id, namespace, name, preconditions))?
+            .mutate(|s| {
+                s.delete(
+                    &id,
+                    namespace,
+                    name,
+                    preconditions,
+                    state::Propagation::Background,
+                )
+            })?
+            .object
             .object
             .clone())
     }

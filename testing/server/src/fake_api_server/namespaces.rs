@@ -3,11 +3,12 @@
 //! is created in them, and the check that such a name is one a namespace can have.
 //!
 //! A namespace made that way stays: deleting the objects in it does not delete it, as on a real
-//! cluster (where it would have had to be created first). Only a DELETE of the Namespace itself
-//! removes it, and that leaves what is in it in place.
+//! cluster (where it would have had to be created first). A DELETE of the Namespace marks it
+//! `Terminating`, deletes what is in it and then the namespace (see the state's `lifecycle`).
 
 use std::sync::Arc;
 
+use kcache_reflector::{StatusCause, StatusDetails};
 use kcache_store::DynamicObject;
 use kcache_testing::generated::{rfc3339, uuid};
 use serde_json::Value;
@@ -66,6 +67,32 @@ pub(crate) fn check_name(name: &str) -> Result<(), ApiError> {
              alphanumeric character, and be at most {MAX_NAME} characters"
         )))
     }
+}
+
+/// The 403 for a create in namespace `ns` while it is being deleted, as kube-apiserver's
+/// admission answers it.
+pub(crate) fn terminating(resource: &ServedResource, name: Option<&str>, ns: &str) -> ApiError {
+    let name = name.unwrap_or_default();
+    let message = format!(
+        "{} {name:?} is forbidden: unable to create new content in namespace {ns} because it is \
+         being terminated",
+        resource.qualified()
+    );
+    ApiError::with_details(
+        403,
+        "Forbidden",
+        &message,
+        StatusDetails {
+            name: Some(name.to_owned()),
+            kind: Some(resource.api.plural.clone()),
+            causes: vec![StatusCause {
+                reason: Some("NamespaceTerminating".to_owned()),
+                message: Some(format!("namespace {ns} is being terminated")),
+                field: Some("metadata.namespace".to_owned()),
+            }],
+            ..StatusDetails::default()
+        },
+    )
 }
 
 /// Namespace `name` of `resource` (the namespaces resource) as it comes to exist at resource

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use super::subresource::Subresource;
+
 use kcache_store::{DynamicObject, FieldSelector, Selector};
 use serde_json::Value;
 
@@ -52,6 +54,8 @@ pub(crate) struct Target {
     pub(crate) namespace: Option<String>,
     pub(crate) name: Option<String>,
     pub(crate) watch_prefix: bool,
+    /// The object's subresource the path names (`status`, `scale`), if any.
+    pub(crate) subresource: Option<Subresource>,
 }
 
 /// Parsed list/watch options.

@@ -22,13 +22,15 @@ use super::params::{self, ListParams, Target, parse_rv, truthy};
 use super::patch::{self, PatchType};
 use super::response::{error_response, json_response};
 use super::served_resource::{ResourceId, ServedResource};
-use super::state::{RequestRecord, Shared, wait_for_rv};
+use super::state::{self, Deleted, RequestRecord, Shared, wait_for_rv};
 use super::status::{self, ApiError, internal};
 use super::stored::Stored;
+use super::subresource::{self, Subresource};
 use super::table;
 use super::util::parse_query;
 use super::watch;
 use super::write_options;
+use super::{access, health};
 
 fn object_response(
     code: u16,
@@ -133,10 +135,33 @@ async fn route(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    if method == Method::GET
-        && let Some(document) = discovery::document(shared, &segs, address)
-    {
-        return Ok(json_response(200, document));
+    if method == Method::GET {
+        if let Some(document) = discovery::document(shared, &segs, address) {
+            return Ok(json_response(200, document));
+        }
+        if let Some(resp) = health::response(&segs, query) {
+            return Ok(resp);
+        }
+    }
+    if let Some(plural) = access::review_plural(&segs) {
+        if method != Method::POST {
+            return Err(err(ApiError::new(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )));
+        }
+        let protobuf = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/vnd.kubernetes.protobuf"));
+        let body = read_body(req.into_body()).await.map_err(err)?;
+        let review = access::review(plural, &body, protobuf).map_err(err)?;
+        return Ok(json_response(
+            201,
+            serde_json::to_vec(&review).unwrap_or_default(),
+        ));
     }
     let target = parse_target(shared, &segs).map_err(err)?;
     let format = negotiate(accept.as_deref()).map_err(err)?;
@@ -192,6 +217,13 @@ async fn route(
                 .lock()
                 .get(&target.id, target.namespace.as_deref(), name)
                 .map_err(err)?;
+            if target.subresource == Some(Subresource::Scale) {
+                let scale = subresource::scale_of(&obj.object);
+                return Ok(json_response(
+                    200,
+                    serde_json::to_vec(&scale).unwrap_or_default(),
+                ));
+            }
             Ok(object_response(
                 200,
                 &obj,
@@ -202,21 +234,35 @@ async fn route(
             write(shared, req, &target, verb, query).await.map_err(err)
         }
         Verb::Delete | Verb::Any => {
-            let Some(name) = target.name.as_deref() else {
+            if target.subresource.is_some() {
                 return Err(err(ApiError::new(
                     405,
                     "MethodNotAllowed",
-                    "deleting a collection is not supported by the fake server",
+                    "the server does not allow this method on the requested resource",
                 )));
-            };
+            }
             write_options::check(query, None).map_err(err)?;
             let body = read_body(req.into_body()).await.map_err(err)?;
             let options = DeleteOptions::parse(&body).map_err(err)?;
+            let dry_run = options.dry_run
+                || write_options::dry_run(write_options::dry_run_values(query), "DeleteOptions")
+                    .map_err(err)?;
+            let Some(name) = target.name.as_deref() else {
+                return delete_collection(shared, &target, query, &options, dry_run).map_err(err);
+            };
             let ns = target.namespace.as_deref();
-            let obj = shared
-                .mutate(|s| s.delete(&target.id, ns, name, &options.preconditions))
+            let deleted = shared
+                .mutate_maybe_dry(dry_run, |s| {
+                    s.delete(
+                        &target.id,
+                        ns,
+                        name,
+                        &options.preconditions,
+                        options.propagation,
+                    )
+                })
                 .map_err(err)?;
-            Ok(object_response(200, &obj, None))
+            Ok(delete_response(&target.resource, &deleted))
         }
     }
 }
@@ -240,7 +286,11 @@ where
         .to_bytes())
 }
 
-/// POST (create), PUT (replace) and PATCH.
+/// POST (create), PUT (replace) and PATCH, of an object or of its `status` or `scale`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "each verb's path through dry run, subresources and defaults in one place"
+)]
 async fn write(
     shared: &Shared,
     req: Request<Incoming>,
@@ -277,37 +327,175 @@ async fn write(
         .headers()
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok());
-    let manager = FieldManager::from_request(
+    let mut manager = FieldManager::from_request(
         query,
         user_agent,
         patch_type,
         verb == Verb::Create,
         &target.resource,
     )?;
+    if target.subresource.is_some() {
+        manager.status_subresource = false;
+    }
+    let options_kind = match verb {
+        Verb::Create => "CreateOptions",
+        Verb::Update => "UpdateOptions",
+        _ => "PatchOptions",
+    };
+    let dry_run = write_options::dry_run(write_options::dry_run_values(query), options_kind)?;
     let body = read_body(req.into_body()).await?;
     if let (Some(patch_type), Some(name)) = (patch_type, name) {
         let patch = patch::decode(patch_type, &body)?;
-        let (obj, created) = shared.mutate(|s| {
+        if patch_type == PatchType::Apply && target.subresource.is_none() {
+            let (obj, created) = shared.mutate_maybe_dry(dry_run, |s| {
+                s.as_manager(manager, |s| {
+                    s.patch(&target.id, ns, name, patch_type, &patch)
+                })
+            })?;
+            return Ok(object_response(if created { 201 } else { 200 }, &obj, None));
+        }
+        let sub = target.subresource;
+        let obj = shared.mutate_maybe_dry(dry_run, |s| {
             s.as_manager(manager, |s| {
-                s.patch(&target.id, ns, name, patch_type, &patch)
+                s.update_with(&target.id, ns, name, |_, current| match sub {
+                    Some(Subresource::Scale) => {
+                        let scale = serde_json::from_value(subresource::scale_of(current))
+                            .map_err(status::internal)?;
+                        let scaled = patch::patched(&scale, patch_type, &patch)?;
+                        let scaled = serde_json::to_value(&scaled).map_err(status::internal)?;
+                        subresource::with_scale(current, &scaled)
+                    }
+                    Some(Subresource::Status) => {
+                        let patched = patch::patched(current, patch_type, &patch)?;
+                        Ok(subresource::with_status(current, &patched))
+                    }
+                    None => {
+                        let obj = patch::patched(current, patch_type, &patch)?;
+                        // Unlike a PUT body, which may leave the name out, a patched object must
+                        // keep it.
+                        if obj.metadata.name.as_deref() != Some(name) {
+                            return Err(state::name_mismatch(obj.metadata.name.as_deref(), name));
+                        }
+                        Ok(obj)
+                    }
+                })
             })
         })?;
-        return Ok(object_response(if created { 201 } else { 200 }, &obj, None));
+        return Ok(written_response(200, &obj, sub));
     }
     let obj: DynamicObject = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(&format!("the object provided is unrecognized: {e}")))?;
     match name {
         None => {
-            let obj =
-                shared.mutate(|s| s.as_manager(manager, |s| s.create(&target.id, ns, obj)))?;
+            let obj = shared.mutate_maybe_dry(dry_run, |s| {
+                s.as_manager(manager, |s| s.create(&target.id, ns, obj))
+            })?;
             Ok(object_response(201, &obj, None))
         }
         Some(name) => {
-            let obj = shared
-                .mutate(|s| s.as_manager(manager, |s| s.update(&target.id, ns, name, obj)))?;
-            Ok(object_response(200, &obj, None))
+            let sub = target.subresource;
+            if sub == Some(Subresource::Scale) {
+                let scale: Value = serde_json::from_slice(&body).map_err(|e| {
+                    ApiError::bad_request(&format!("the object provided is unrecognized: {e}"))
+                })?;
+                let obj = shared.mutate_maybe_dry(dry_run, |s| {
+                    s.as_manager(manager, |s| {
+                        s.update_with(&target.id, ns, name, |_, current| {
+                            subresource::with_scale(current, &scale)
+                        })
+                    })
+                })?;
+                return Ok(written_response(200, &obj, sub));
+            }
+            let obj = shared.mutate_maybe_dry(dry_run, |s| {
+                s.as_manager(manager, |s| {
+                    s.update_with(&target.id, ns, name, |_, current| {
+                        if sub == Some(Subresource::Status) {
+                            return Ok(subresource::with_status(current, &obj));
+                        }
+                        let obj = obj;
+                        Ok(obj)
+                    })
+                })
+            })?;
+            Ok(written_response(200, &obj, sub))
         }
     }
+}
+
+/// The answer to a write of an object or of its subresource `sub`: the object, or its `Scale`.
+fn written_response(
+    code: u16,
+    stored: &Stored,
+    sub: Option<Subresource>,
+) -> Response<ResponseBody> {
+    if sub == Some(Subresource::Scale) {
+        let scale = subresource::scale_of(&stored.object);
+        return json_response(code, serde_json::to_vec(&scale).unwrap_or_default());
+    }
+    object_response(code, stored, None)
+}
+
+/// The answer to a DELETE: the object while finalizers hold it or where the kind answers with
+/// the deleted object; else a `Status` of kind `Success` naming it, as kube-apiserver answers.
+fn delete_response(resource: &ServedResource, deleted: &Deleted) -> Response<ResponseBody> {
+    if !deleted.removed || resource.returns_deleted_object {
+        return object_response(200, &deleted.object, None);
+    }
+    let meta = &deleted.object.object.metadata;
+    let status = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {
+            "name": meta.name,
+            "group": resource.api.group,
+            "kind": resource.api.plural,
+            "uid": meta.uid,
+        },
+    });
+    json_response(200, serde_json::to_vec(&status).unwrap_or_default())
+}
+
+/// DELETE of a collection (`deletecollection`): every object the label and field selectors of
+/// `query` match, in the target's namespace or all, deleted as one DELETE each would; answers
+/// the list of their last states.
+fn delete_collection(
+    shared: &Shared,
+    target: &Target,
+    query: &[(String, String)],
+    options: &DeleteOptions,
+    dry_run: bool,
+) -> Result<Response<ResponseBody>, ApiError> {
+    let params = ListParams::parse(query, target)?;
+    let (rv, deleted) = shared.mutate_maybe_dry(dry_run, |s| {
+        let keys: Vec<String> = s
+            .resource(&target.id)?
+            .objects
+            .iter()
+            .filter(|(_, obj)| params.matches(target, &obj.object))
+            .map(|(key, _)| key.clone())
+            .collect();
+        let mut deleted = Vec::with_capacity(keys.len());
+        for key in keys {
+            // An earlier delete may have collected this one (a dependent).
+            if s.resource(&target.id)?.objects.contains_key(&key) {
+                deleted.push(
+                    s.delete_stored(&target.id, &key, options.propagation)?
+                        .object,
+                );
+            }
+        }
+        Ok::<_, ApiError>((s.rv, deleted))
+    })?;
+    let mut meta = serde_json::Map::new();
+    meta.insert("resourceVersion".into(), json!(rv.to_string()));
+    let items: Vec<&Stored> = deleted.iter().map(|s| &**s).collect();
+    Ok(json_response(
+        200,
+        list_body(&target.resource, &meta, &items)?,
+    ))
 }
 
 fn parse_target(shared: &Shared, segs: &[&str]) -> Result<Target, ApiError> {
@@ -353,12 +541,25 @@ fn parse_target(shared: &Shared, segs: &[&str]) -> Result<Target, ApiError> {
         }
         _ => (None, rest.to_vec()),
     };
-    let (plural, name) = match rest.as_slice() {
-        [plural] => (*plural, None),
-        [plural, name] => (*plural, Some((*name).to_owned())),
+    let (plural, name, subresource) = match rest.as_slice() {
+        [plural] => (*plural, None, None),
+        [plural, name] => (*plural, Some((*name).to_owned()), None),
+        [plural, name, sub] if !watch_prefix => (
+            *plural,
+            Some((*name).to_owned()),
+            Some(Subresource::parse(sub).ok_or_else(not_found)?),
+        ),
         _ => return Err(not_found()),
     };
     let resource = find(plural).ok_or_else(not_found)?;
+    let served = match subresource {
+        None => true,
+        Some(Subresource::Status) => resource.status_subresource,
+        Some(Subresource::Scale) => resource.scale_subresource,
+    };
+    if !served {
+        return Err(not_found());
+    }
     if resource.api.namespaced && name.is_some() && namespace.is_none() {
         return Err(not_found());
     }
@@ -371,6 +572,7 @@ fn parse_target(shared: &Shared, segs: &[&str]) -> Result<Target, ApiError> {
         namespace,
         name,
         watch_prefix,
+        subresource,
     })
 }
 

@@ -21,6 +21,10 @@ use kcache_store::ApiResource;
 /// assert!(widgets.crd_style);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent facts about a kind, each with its builder method"
+)]
 pub struct ServedResource {
     /// Group, version, plural and scope: where the collection lives.
     pub api: ApiResource,
@@ -33,6 +37,23 @@ pub struct ServedResource {
     pub fields: Vec<String>,
     /// Short names shown in discovery (`po` for pods).
     pub short_names: Vec<String>,
+    /// Categories shown in discovery (`all` for the kinds `kubectl get all` lists).
+    pub categories: Vec<String>,
+    /// Whether the kind has a `status` subresource: writes to the object keep its stored
+    /// `status`, and a create over HTTP starts without one; writes to `/status` change only
+    /// `status` (and labels, annotations, finalizers and owner references, left as sent).
+    pub status_subresource: bool,
+    /// Whether the kind has a `scale` subresource (`autoscaling/v1` `Scale` over
+    /// `spec.replicas`, `status.replicas` and the label selector `spec.selector`).
+    pub scale_subresource: bool,
+    /// Whether objects carry `metadata.generation` (1 at create, bumped when anything but
+    /// metadata and status changes), as workloads and custom resources do; configmaps, secrets
+    /// and the like have none.
+    pub generation: bool,
+    /// Whether a DELETE that removes an object answers with the object (pods, services, nodes,
+    /// namespaces, service accounts and custom resources) rather than a `Status` of kind
+    /// `Success` (configmaps, secrets, deployments, ...).
+    pub returns_deleted_object: bool,
 }
 
 impl ServedResource {
@@ -46,39 +67,56 @@ impl ServedResource {
             crd_style,
             fields: Vec::new(),
             short_names: Vec::new(),
+            categories: Vec::new(),
+            status_subresource: false,
+            scale_subresource: false,
+            generation: true,
+            returns_deleted_object: true,
         }
     }
 
-    /// A core `v1` resource with one short name.
+    /// A core `v1` resource with one short name, without generation (most core kinds have
+    /// none).
     fn core(plural: &str, kind: &str, namespaced: bool, short_name: &str) -> Self {
-        Self::new(ApiResource::new("", "v1", plural, namespaced), kind).with_short_name(short_name)
+        Self::new(ApiResource::new("", "v1", plural, namespaced), kind)
+            .with_short_name(short_name)
+            .with_generation(false)
     }
 
-    /// Core `v1` pods, with field selectors `spec.nodeName` and `status.phase`.
+    /// Core `v1` pods, with field selectors `spec.nodeName` and `status.phase`; in category
+    /// `all`, with a `status` subresource and generation.
     pub fn pods() -> Self {
         Self::core("pods", "Pod", true, "po")
             .with_field("spec.nodeName")
             .with_field("status.phase")
+            .with_category("all")
+            .with_status_subresource(true)
+            .with_generation(true)
     }
 
     /// Core `v1` configmaps.
     pub fn configmaps() -> Self {
-        Self::core("configmaps", "ConfigMap", true, "cm")
+        Self::core("configmaps", "ConfigMap", true, "cm").with_returns_deleted_object(false)
     }
 
-    /// Core `v1` nodes (cluster-scoped).
+    /// Core `v1` nodes (cluster-scoped), with a `status` subresource.
     pub fn nodes() -> Self {
-        Self::core("nodes", "Node", false, "no")
+        Self::core("nodes", "Node", false, "no").with_status_subresource(true)
     }
 
-    /// Core `v1` namespaces (cluster-scoped), with field selector `status.phase`.
+    /// Core `v1` namespaces (cluster-scoped), with field selector `status.phase` and a
+    /// `status` subresource.
     pub fn namespaces() -> Self {
-        Self::core("namespaces", "Namespace", false, "ns").with_field("status.phase")
+        Self::core("namespaces", "Namespace", false, "ns")
+            .with_field("status.phase")
+            .with_status_subresource(true)
     }
 
-    /// Core `v1` services.
+    /// Core `v1` services, in category `all`, with a `status` subresource.
     pub fn services() -> Self {
         Self::core("services", "Service", true, "svc")
+            .with_category("all")
+            .with_status_subresource(true)
     }
 
     /// Core `v1` events, with the field selectors `kubectl describe` sends
@@ -101,11 +139,15 @@ impl ServedResource {
         ]
         .into_iter()
         .fold(Self::core("events", "Event", true, "ev"), Self::with_field)
+        .with_returns_deleted_object(false)
     }
 
     /// Core `v1` secrets, with field selector `type`.
     pub fn secrets() -> Self {
-        Self::new(ApiResource::new("", "v1", "secrets", true), "Secret").with_field("type")
+        Self::new(ApiResource::new("", "v1", "secrets", true), "Secret")
+            .with_field("type")
+            .with_generation(false)
+            .with_returns_deleted_object(false)
     }
 
     /// Core `v1` service accounts.
@@ -113,16 +155,21 @@ impl ServedResource {
         Self::core("serviceaccounts", "ServiceAccount", true, "sa")
     }
 
-    /// `apps/v1` deployments.
+    /// `apps/v1` deployments, in category `all`, with `status` and `scale` subresources.
     pub fn deployments() -> Self {
         Self::new(
             ApiResource::new("apps", "v1", "deployments", true),
             "Deployment",
         )
         .with_short_name("deploy")
+        .with_category("all")
+        .with_status_subresource(true)
+        .with_scale_subresource(true)
+        .with_returns_deleted_object(false)
     }
 
-    /// `apps/v1` replica sets, with field selector `status.replicas`.
+    /// `apps/v1` replica sets, with field selector `status.replicas`; in category `all`, with
+    /// `status` and `scale` subresources.
     pub fn replicasets() -> Self {
         Self::new(
             ApiResource::new("apps", "v1", "replicasets", true),
@@ -130,6 +177,10 @@ impl ServedResource {
         )
         .with_short_name("rs")
         .with_field("status.replicas")
+        .with_category("all")
+        .with_status_subresource(true)
+        .with_scale_subresource(true)
+        .with_returns_deleted_object(false)
     }
 
     /// `coordination.k8s.io/v1` leases (leader election's lock).
@@ -138,11 +189,31 @@ impl ServedResource {
             ApiResource::new("coordination.k8s.io", "v1", "leases", true),
             "Lease",
         )
+        .with_generation(false)
+        .with_returns_deleted_object(false)
+    }
+
+    /// `apiextensions.k8s.io/v1` custom resource definitions (cluster-scoped, short name
+    /// `crd`): writing one serves the custom resource it defines.
+    pub fn customresourcedefinitions() -> Self {
+        Self::new(
+            ApiResource::new(
+                "apiextensions.k8s.io",
+                "v1",
+                "customresourcedefinitions",
+                false,
+            ),
+            "CustomResourceDefinition",
+        )
+        .with_short_name("crd")
+        .with_short_name("crds")
+        .with_crd_style(false)
+        .with_status_subresource(true)
     }
 
     /// The kinds a [`FakeApiServer`](super::FakeApiServer) serves by default: pods, configmaps,
-    /// nodes, namespaces, services, events, secrets, service accounts, deployments, replica sets
-    /// and leases.
+    /// nodes, namespaces, services, events, secrets, service accounts, deployments, replica sets,
+    /// leases and custom resource definitions.
     pub fn defaults() -> Vec<Self> {
         vec![
             Self::pods(),
@@ -156,6 +227,7 @@ impl ServedResource {
             Self::deployments(),
             Self::replicasets(),
             Self::leases(),
+            Self::customresourcedefinitions(),
         ]
     }
 
@@ -177,6 +249,41 @@ impl ServedResource {
     #[must_use]
     pub fn with_short_name(mut self, short_name: &str) -> Self {
         self.short_names.push(short_name.to_owned());
+        self
+    }
+
+    /// Adds a category shown in discovery (`all`: listed by `kubectl get all`).
+    #[must_use]
+    pub fn with_category(mut self, category: &str) -> Self {
+        self.categories.push(category.to_owned());
+        self
+    }
+
+    /// Sets [`status_subresource`](Self::status_subresource).
+    #[must_use]
+    pub fn with_status_subresource(mut self, served: bool) -> Self {
+        self.status_subresource = served;
+        self
+    }
+
+    /// Sets [`scale_subresource`](Self::scale_subresource).
+    #[must_use]
+    pub fn with_scale_subresource(mut self, served: bool) -> Self {
+        self.scale_subresource = served;
+        self
+    }
+
+    /// Sets [`generation`](Self::generation).
+    #[must_use]
+    pub fn with_generation(mut self, generation: bool) -> Self {
+        self.generation = generation;
+        self
+    }
+
+    /// Sets [`returns_deleted_object`](Self::returns_deleted_object).
+    #[must_use]
+    pub fn with_returns_deleted_object(mut self, returns: bool) -> Self {
+        self.returns_deleted_object = returns;
         self
     }
 

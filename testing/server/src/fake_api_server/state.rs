@@ -1,6 +1,9 @@
 //! The server's state: objects per resource, one global resource-version counter, a bounded event
 //! history per resource, the registered watchers and the pending faults.
 
+mod crds;
+mod lifecycle;
+
 use std::borrow::Cow;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
@@ -13,7 +16,10 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use self::lifecycle::Ownership;
+pub(crate) use self::lifecycle::{Deleted, Propagation};
 use super::apply;
+use super::defaults;
 use super::faults::{Fault, FaultKind, RequestShape, UndecodableEvent, Verb};
 use super::field_manager::{FieldManager, Operation};
 use super::managed_fields;
@@ -177,6 +183,13 @@ pub(crate) struct State {
     /// The manager of the HTTP write in progress ([`as_manager`](State::as_manager)), whose
     /// `managedFields` it records; none for the Rust handle's writes.
     pub(crate) field_manager: Option<FieldManager>,
+    /// While set, writes are checked and answered but nothing is stored, no resource version is
+    /// taken and no event is sent (`dryRun=All`).
+    pub(crate) dry_run: bool,
+    /// Objects by uid and their dependents (garbage collection).
+    ownership: Ownership,
+    /// Cluster IPs given to services so far (see [`allocate_ip`](Self::allocate_ip)).
+    service_ips: u32,
     history_limit: usize,
 }
 
@@ -218,6 +231,9 @@ impl Shared {
             registrations: 0,
             openapi: None,
             field_manager: None,
+            dry_run: false,
+            ownership: Ownership::default(),
+            service_ips: 0,
             history_limit: config.history_limit.max(1),
         };
         for r in resources {
@@ -252,6 +268,19 @@ impl Shared {
             *rv = state.rv;
             changed
         });
+        out
+    }
+
+    /// Runs a mutation as a dry run when `dry_run` is set: checked and answered as it would
+    /// be, with nothing stored and no event (see [`State::dry_run`]).
+    pub(crate) fn mutate_maybe_dry<T>(&self, dry_run: bool, f: impl FnOnce(&mut State) -> T) -> T {
+        if !dry_run {
+            return self.mutate(f);
+        }
+        let mut state = self.lock();
+        state.dry_run = true;
+        let out = f(&mut state);
+        state.dry_run = false;
         out
     }
 }
@@ -424,6 +453,13 @@ impl State {
         };
         if let Some(ns) = &namespace {
             namespaces::check_name(ns)?;
+            if self.namespace_terminating(ns) {
+                return Err(namespaces::terminating(
+                    &resource,
+                    obj.metadata.name.as_deref(),
+                    ns,
+                ));
+            }
         }
         obj.metadata.namespace.clone_from(&namespace);
         if obj.metadata.name.as_deref().is_none_or(str::is_empty) {
@@ -455,8 +491,16 @@ impl State {
         obj.kind = Some(resource.kind.clone());
         obj.metadata.uid = Some(uuid(&mut self.rng));
         obj.metadata.creation_timestamp = Some(rfc3339(now_secs()));
-        obj.metadata.generation = Some(1);
+        obj.metadata.generation = resource.generation.then_some(1);
         obj.metadata.deletion_timestamp = None;
+        if let Some(manager) = &self.field_manager {
+            // An HTTP write: the status goes through its subresource, and the kind's defaults
+            // are set (the Rust handle stores what it is given).
+            if manager.status_subresource {
+                obj.data.remove("status");
+            }
+            defaults::apply(&resource, &mut obj, true, &mut || self.allocate_ip());
+        }
         if *id == *NAMESPACES {
             default_namespace(&mut obj);
         }
@@ -464,8 +508,8 @@ impl State {
         // The namespace the object is created in comes to exist with it, at the RV the write
         // is about to take; made first, so that the write happens whole or not at all.
         let new_namespace = match &namespace {
-            Some(ns) => self.new_namespace(ns, self.rv + 1)?,
-            None => None,
+            Some(ns) if !self.dry_run => self.new_namespace(ns, self.rv + 1)?,
+            _ => None,
         };
         let stored = self.commit(id, EventType::Added, key, obj, None)?;
         if let (Some(ns), Some(new_namespace)) = (&namespace, new_namespace) {
@@ -495,6 +539,9 @@ impl State {
         let id = &*NAMESPACES;
         if let Some(rs) = self.resources.get_mut(id) {
             rs.objects.insert(name.to_owned(), namespace.clone());
+        }
+        if let Some(uid) = namespace.object.metadata.uid.as_deref() {
+            self.ownership.add_live(uid, id, name);
         }
         if self.rv > 1 {
             self.record(id, EventType::Added, name.to_owned(), namespace, None);
@@ -538,6 +585,21 @@ impl State {
         mut obj: DynamicObject,
         old: Option<Arc<Stored>>,
     ) -> Result<Arc<Stored>, ApiError> {
+        let definition = *id == *CRDS;
+        if definition && kind != EventType::Deleted {
+            crds::served_of(&obj)?;
+            crds::accept(&mut obj);
+        }
+        if self.dry_run {
+            // Answered as written, at the version it had: nothing is stored.
+            obj.metadata.resource_version = old
+                .as_ref()
+                .and_then(|o| o.object.metadata.resource_version.clone());
+            return Stored::new(obj).map_err(super::status::internal);
+        }
+        if definition && kind == EventType::Deleted {
+            self.delete_definition_objects(&obj)?;
+        }
         let rv = self.next_rv();
         obj.metadata.resource_version = Some(rv.to_string());
         let obj = Stored::new(obj).map_err(super::status::internal)?;
@@ -547,7 +609,28 @@ impl State {
         } else {
             objects.insert(key.clone(), obj.clone());
         }
+        self.ownership.track(
+            id,
+            &key,
+            kind,
+            &obj.object,
+            old.as_ref().map(|o| &*o.object),
+        );
+        let old_definition = if definition { old.clone() } else { None };
         self.record(id, kind, key, obj.clone(), old);
+        if definition {
+            if kind == EventType::Deleted {
+                for resource in crds::served_of(&obj.object).unwrap_or_default() {
+                    self.unregister(&resource.id());
+                }
+            } else {
+                let before = old_definition.as_deref().map(|o| &*o.object);
+                self.definition_written(&obj.object, before);
+            }
+        }
+        if kind == EventType::Deleted {
+            self.after_removal(id, &obj.object)?;
+        }
         Ok(obj)
     }
 
@@ -564,6 +647,32 @@ impl State {
         self.replace(id, name, existing, obj)
     }
 
+    /// Replaces object `name` with what `f` makes of the stored one (and of the state: a
+    /// service's defaults take a cluster IP from it), under one lock: status and scale writes,
+    /// and patches over HTTP.
+    pub(crate) fn update_with(
+        &mut self,
+        id: &ResourceId,
+        namespace: Option<&str>,
+        name: &str,
+        f: impl FnOnce(&mut State, &DynamicObject) -> Result<DynamicObject, ApiError>,
+    ) -> Result<Arc<Stored>, ApiError> {
+        let existing = self.existing(id, namespace, name)?;
+        let current = Arc::clone(&existing.old);
+        let obj = f(self, &current.object)?;
+        self.replace(id, name, existing, obj)
+    }
+
+    /// The next cluster IP of a service: `10.96.0.10` onwards (`10.96.0.1` is the API server's
+    /// own service on a cluster), within `10.96.0.0/12`. A dry run takes none.
+    pub(crate) fn allocate_ip(&mut self) -> String {
+        let n = 10 + self.service_ips % 0x000f_fff0;
+        if !self.dry_run {
+            self.service_ips += 1;
+        }
+        format!("10.{}.{}.{}", 96 + (n >> 16), (n >> 8) & 0xff, n & 0xff)
+    }
+
     /// Replaces `existing`, object `name` of `id`, with `obj` (see [`update`](Self::update)).
     fn replace(
         &mut self,
@@ -578,6 +687,15 @@ impl State {
             old,
         } = existing;
         let current = &*old.object;
+        if let Some(manager) = &self.field_manager {
+            // An HTTP write to the object keeps the stored status when the kind has a status
+            // subresource, and gets the kind's defaults.
+            if manager.status_subresource {
+                obj = super::subresource::keep_status(current, obj);
+            }
+            let resource = self.resource(id)?.resource.clone();
+            defaults::apply(&resource, &mut obj, false, &mut || self.allocate_ip());
+        }
         if obj.metadata.name.as_deref().is_some_and(|n| n != name) {
             return Err(name_mismatch(obj.metadata.name.as_deref(), name));
         }
@@ -612,8 +730,11 @@ impl State {
             .iter()
             .filter(|(k, _)| k.as_str() != "status")
             .ne(current.data.iter().filter(|(k, _)| k.as_str() != "status"));
-        let generation = current.metadata.generation.unwrap_or(1);
-        obj.metadata.generation = Some(generation + i64::from(spec_changed));
+        obj.metadata.generation = if resource.generation {
+            Some(current.metadata.generation.unwrap_or(1) + i64::from(spec_changed))
+        } else {
+            current.metadata.generation
+        };
         managed_fields::record(self.field_manager.as_ref(), Some(current), &mut obj);
         if obj == *current {
             return Ok(old);
@@ -627,31 +748,20 @@ impl State {
     }
 
     /// Deletes an object if `preconditions` hold (else 409 Conflict): with finalizers, marks it
-    /// (MODIFIED); else removes it (DELETED with the last state and a new RV). Returns the
-    /// object's final state.
+    /// (MODIFIED); else removes it (DELETED with the last state and a new RV), and its
+    /// dependents as `propagation` says (see [`lifecycle`]). A namespace is marked
+    /// `Terminating` and goes once its contents are gone. Returns the object's final state.
     pub(crate) fn delete(
         &mut self,
         id: &ResourceId,
         namespace: Option<&str>,
         name: &str,
         preconditions: &Preconditions,
-    ) -> Result<Arc<Stored>, ApiError> {
+        propagation: Propagation,
+    ) -> Result<Deleted, ApiError> {
         let Existing { key, old, .. } = self.existing(id, namespace, name)?;
-        let current = &*old.object;
-        preconditions.check(current, &self.resource(id)?.resource.qualified())?;
-        if !finalizers_empty(current) {
-            if current.metadata.deletion_timestamp.is_some() {
-                return Ok(old);
-            }
-            let mut obj = current.clone();
-            obj.metadata.deletion_timestamp = Some(rfc3339(now_secs()));
-            obj.metadata
-                .other
-                .insert("deletionGracePeriodSeconds".into(), Value::from(0));
-            return self.commit(id, EventType::Modified, key, obj, Some(old));
-        }
-        let last = current.clone();
-        self.commit(id, EventType::Deleted, key, last, Some(old))
+        preconditions.check(&old.object, &self.resource(id)?.resource.qualified())?;
+        self.delete_stored(id, &key, propagation)
     }
 
     /// Patches object `name` (see [`patch`](super::patch) for each type). An apply patch
@@ -843,8 +953,13 @@ impl State {
 /// The id of core v1 namespaces.
 static NAMESPACES: LazyLock<ResourceId> = LazyLock::new(|| ServedResource::namespaces().id());
 
+/// The id of custom resource definitions.
+static CRDS: LazyLock<ResourceId> =
+    LazyLock::new(|| ServedResource::customresourcedefinitions().id());
+
 /// 400 for an object whose name is not the one on the URL.
-fn name_mismatch(body: Option<&str>, url: &str) -> ApiError {
+/// The 400 for an object whose name is not its URL's.
+pub(crate) fn name_mismatch(body: Option<&str>, url: &str) -> ApiError {
     ApiError::bad_request(&format!(
         "the name of the object ({}) does not match the name on the URL ({url})",
         body.unwrap_or_default()

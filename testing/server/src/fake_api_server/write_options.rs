@@ -6,9 +6,10 @@
 //! - `fieldManager` is required for an apply patch (422 without it, as on the real server); its
 //!   length, its characters and `force` are checked by
 //!   [`FieldManager`](super::field_manager::FieldManager), which names the write's manager.
-//! - `dryRun` is refused (400): writes here always happen, and a test that asked for a dry run
-//!   must not see one. A DELETE may also ask for it in its body, where kubectl and client-go put
-//!   it ([`DeleteOptions`](super::delete_options::DeleteOptions) refuses it there).
+//! - `dryRun=All` makes the write a dry run: checked, defaulted and answered as it would be,
+//!   with nothing stored and no watch event (any other value is 422, as on the real server). A
+//!   DELETE may also ask for it in its body, where kubectl and client-go put it
+//!   ([`DeleteOptions`](super::delete_options::DeleteOptions) reads it there).
 
 use super::patch::PatchType;
 use super::status::ApiError;
@@ -29,9 +30,6 @@ pub(crate) fn check(query: &[(String, String)], patch: Option<PatchType>) -> Res
              \"Warn\""
         )));
     }
-    if param("dryRun").is_some_and(|v| !v.is_empty()) {
-        return Err(dry_run_refused());
-    }
     if patch == Some(PatchType::Apply) && param("fieldManager").is_none_or(str::is_empty) {
         return Err(ApiError::new(
             422,
@@ -43,9 +41,35 @@ pub(crate) fn check(query: &[(String, String)], patch: Option<PatchType>) -> Res
     Ok(())
 }
 
-/// The 400 for a write that asks for a dry run, in its query or in its `DeleteOptions` body.
-pub(crate) fn dry_run_refused() -> ApiError {
-    ApiError::bad_request(
-        "dryRun is not supported by the fake API server: its writes always happen",
-    )
+/// Whether a write asks for a dry run: every `dryRun` value in `values` must be `All` (422
+/// otherwise, naming `options`: `CreateOptions`, `UpdateOptions`, `PatchOptions`,
+/// `DeleteOptions`).
+pub(crate) fn dry_run<'a>(
+    values: impl IntoIterator<Item = &'a str>,
+    options: &str,
+) -> Result<bool, ApiError> {
+    let mut dry = false;
+    for value in values {
+        if value == "All" {
+            dry = true;
+        } else {
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                &format!(
+                    "{options}.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: \
+                     {value:?}: supported values: \"All\""
+                ),
+            ));
+        }
+    }
+    Ok(dry)
+}
+
+/// The `dryRun` values of a query.
+pub(crate) fn dry_run_values(query: &[(String, String)]) -> impl Iterator<Item = &str> {
+    query
+        .iter()
+        .filter(|(k, v)| k == "dryRun" && !v.is_empty())
+        .map(|(_, v)| v.as_str())
 }

@@ -196,9 +196,19 @@ async fn kubectl_apply_twice_patches_the_second_time() {
             .contains("front")
     );
     // The strategic merge patch named the container by its merge key: its ports stayed.
+    let containers = &deploy["spec"]["template"]["spec"]["containers"];
+    assert_eq!(containers.as_array().map(Vec::len), Some(1), "{containers}");
     assert_eq!(
-        deploy["spec"]["template"]["spec"]["containers"],
-        json!([{"name": "nginx", "image": "nginx:1.28", "ports": [{"containerPort": 80}]}])
+        (
+            &containers[0]["name"],
+            &containers[0]["image"],
+            &containers[0]["ports"]
+        ),
+        (
+            &json!("nginx"),
+            &json!("nginx:1.28"),
+            &json!([{"containerPort": 80, "protocol": "TCP"}])
+        )
     );
 }
 

@@ -1,0 +1,240 @@
+//! The `status` and `scale` subresources, as kube-apiserver serves them:
+//!
+//! - `status` (GET, PUT, PATCH on `<object>/status`) reads the whole object and writes only its
+//!   `status`: a PUT's or patch result's other fields are ignored. Writes to the object itself
+//!   keep the stored `status`, and a create over HTTP starts without one (the kind's defaults
+//!   then set what kube-apiserver sets, a pod's `Pending` phase).
+//! - `scale` (GET, PUT, PATCH on `<object>/scale`) is an `autoscaling/v1` `Scale` over the
+//!   object's `spec.replicas`, `status.replicas` and its label selector (`spec.selector`, as a
+//!   selector string); a write sets `spec.replicas` and nothing else.
+//!
+//! Both honour the `resourceVersion` a write names, as writes to the object do.
+
+use kcache_store::DynamicObject;
+use serde_json::{Map, Value, json};
+
+use super::status::ApiError;
+
+/// A subresource of an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Subresource {
+    /// `<object>/status`.
+    Status,
+    /// `<object>/scale`.
+    Scale,
+}
+
+impl Subresource {
+    /// The subresource named by a path segment.
+    pub(crate) fn parse(segment: &str) -> Option<Self> {
+        match segment {
+            "status" => Some(Self::Status),
+            "scale" => Some(Self::Scale),
+            _ => None,
+        }
+    }
+}
+
+/// `current` with the `status` of `written` (none if it has none), and the resource version
+/// `written` names, if any (checked by the write as a precondition).
+pub(crate) fn with_status(current: &DynamicObject, written: &DynamicObject) -> DynamicObject {
+    let mut obj = current.clone();
+    match written.data.get("status") {
+        Some(status) => {
+            obj.data.insert("status".into(), status.clone());
+        }
+        None => {
+            obj.data.remove("status");
+        }
+    }
+    if let Some(rv) = written
+        .metadata
+        .resource_version
+        .as_deref()
+        .filter(|rv| !rv.is_empty())
+    {
+        obj.metadata.resource_version = Some(rv.to_owned());
+    }
+    obj
+}
+
+/// `written` with the `status` of `current` (a write to an object whose kind has a `status`
+/// subresource).
+pub(crate) fn keep_status(current: &DynamicObject, mut written: DynamicObject) -> DynamicObject {
+    match current.data.get("status") {
+        Some(status) => {
+            written.data.insert("status".into(), status.clone());
+        }
+        None => {
+            written.data.remove("status");
+        }
+    }
+    written
+}
+
+/// The `autoscaling/v1` `Scale` of `obj`.
+pub(crate) fn scale_of(obj: &DynamicObject) -> Value {
+    let spec = obj.data.get("spec");
+    let replicas = spec
+        .and_then(|s| s.get("replicas"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let status_replicas = obj
+        .data
+        .get("status")
+        .and_then(|s| s.get("replicas"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let mut metadata = Map::new();
+    let meta = &obj.metadata;
+    for (key, value) in [
+        ("name", meta.name.as_deref()),
+        ("namespace", meta.namespace.as_deref()),
+        ("uid", meta.uid.as_deref()),
+        ("resourceVersion", meta.resource_version.as_deref()),
+        ("creationTimestamp", meta.creation_timestamp.as_deref()),
+    ] {
+        if let Some(value) = value {
+            metadata.insert(key.into(), json!(value));
+        }
+    }
+    let mut status = json!({"replicas": status_replicas});
+    if let Some(selector) = spec.and_then(|s| s.get("selector")) {
+        status["selector"] = json!(selector_string(selector));
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": metadata,
+        "spec": {"replicas": replicas},
+        "status": status,
+    })
+}
+
+/// `current` with the replicas of `scale` (a `Scale` object) and the resource version it
+/// names, if any.
+///
+/// # Errors
+///
+/// 400 if `scale` is not a `Scale` with a number of replicas; 422 if it is negative.
+pub(crate) fn with_scale(
+    current: &DynamicObject,
+    scale: &Value,
+) -> Result<DynamicObject, ApiError> {
+    let replicas = match scale.get("spec").and_then(|s| s.get("replicas")) {
+        None | Some(Value::Null) => 0,
+        Some(v) => v.as_i64().ok_or_else(|| {
+            ApiError::bad_request(
+                "the Scale provided is unrecognized: spec.replicas is not an integer",
+            )
+        })?,
+    };
+    if replicas < 0 {
+        return Err(ApiError::new(
+            422,
+            "Invalid",
+            &format!(
+                "Scale.autoscaling \"{}\" is invalid: spec.replicas: Invalid value: {replicas}: \
+                 must be greater than or equal to 0",
+                current.metadata.name.as_deref().unwrap_or_default()
+            ),
+        ));
+    }
+    let mut obj = current.clone();
+    if let Some(spec) = obj.data.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.insert("replicas".into(), json!(replicas));
+    } else {
+        obj.data
+            .insert("spec".into(), json!({"replicas": replicas}));
+    }
+    if let Some(rv) = scale
+        .get("metadata")
+        .and_then(|m| m.get("resourceVersion"))
+        .and_then(Value::as_str)
+        .filter(|rv| !rv.is_empty())
+    {
+        obj.metadata.resource_version = Some(rv.to_owned());
+    }
+    Ok(obj)
+}
+
+/// A `LabelSelector` (`matchLabels`, `matchExpressions`) as a selector string
+/// (`app=web,tier in (a,b)`).
+fn selector_string(selector: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(labels) = selector.get("matchLabels").and_then(Value::as_object) {
+        for (key, value) in labels {
+            parts.push(format!("{key}={}", value.as_str().unwrap_or_default()));
+        }
+    }
+    if let Some(expressions) = selector.get("matchExpressions").and_then(Value::as_array) {
+        for e in expressions {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|v| v.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let part = match e.get("operator").and_then(Value::as_str) {
+                Some("In") => format!("{key} in ({})", values.join(",")),
+                Some("NotIn") => format!("{key} notin ({})", values.join(",")),
+                Some("Exists") => key.to_owned(),
+                Some("DoesNotExist") => format!("!{key}"),
+                _ => continue,
+            };
+            parts.push(part);
+        }
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment() -> DynamicObject {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "7"},
+            "spec": {"replicas": 2, "selector": {
+                "matchLabels": {"app": "web"},
+                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}],
+            }},
+            "status": {"replicas": 1},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_scale_of_a_deployment_reads_its_replicas_and_selector() {
+        let scale = scale_of(&deployment());
+        assert_eq!(scale["spec"]["replicas"], 2);
+        assert_eq!(scale["status"]["replicas"], 1);
+        assert_eq!(scale["status"]["selector"], "app=web,tier in (a,b)");
+        assert_eq!(scale["metadata"]["resourceVersion"], "7");
+    }
+
+    #[test]
+    fn a_scale_write_changes_only_the_replicas() {
+        let scaled = with_scale(&deployment(), &json!({"spec": {"replicas": 5}})).unwrap();
+        assert_eq!(scaled.data["spec"]["replicas"], 5);
+        assert_eq!(
+            scaled.data["spec"]["selector"],
+            deployment().data["spec"]["selector"]
+        );
+        let negative = with_scale(&deployment(), &json!({"spec": {"replicas": -1}})).unwrap_err();
+        assert_eq!(negative.code, 422);
+    }
+
+    #[test]
+    fn a_status_write_takes_only_the_status() {
+        let mut written = deployment();
+        written.data["spec"]["replicas"] = json!(9);
+        written.data["status"] = json!({"replicas": 2});
+        let obj = with_status(&deployment(), &written);
+        assert_eq!(obj.data["spec"]["replicas"], 2);
+        assert_eq!(obj.data["status"]["replicas"], 2);
+        let kept = keep_status(&deployment(), written);
+        assert_eq!(kept.data["status"]["replicas"], 1);
+        assert_eq!(kept.data["spec"]["replicas"], 9);
+    }
+}
