@@ -16,6 +16,7 @@ use super::body::ResponseBody;
 use super::delete_options::DeleteOptions;
 use super::discovery;
 use super::faults::{FaultKind, RequestShape, Verb};
+use super::field_validation;
 use super::limits::MAX_BODY;
 use super::params::{self, ListParams, Target, parse_rv, truthy};
 use super::patch::{self, PatchType};
@@ -273,24 +274,38 @@ async fn write(
     }
     write_options::check(query, patch_type)?;
     let body = read_body(req.into_body()).await?;
+    let level = field_validation::Level::of(query);
     if let (Some(patch_type), Some(name)) = (patch_type, name) {
         let patch = patch::decode(patch_type, &body)?;
+        let warnings = field_validation::check_patch(
+            shared,
+            &target.resource,
+            ns,
+            name,
+            (patch_type, &body, &patch),
+            level,
+        )?;
         let (obj, created) =
             shared.mutate(|s| s.patch(&target.id, ns, name, patch_type, &patch))?;
-        return Ok(object_response(if created { 201 } else { 200 }, &obj, None));
+        let mut response = object_response(if created { 201 } else { 200 }, &obj, None);
+        field_validation::add_warnings(&mut response, &warnings);
+        return Ok(response);
     }
+    let warnings = field_validation::check_object(&target.resource, &body, level)?;
     let obj: DynamicObject = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(&format!("the object provided is unrecognized: {e}")))?;
-    match name {
+    let mut response = match name {
         None => {
             let obj = shared.mutate(|s| s.create(&target.id, ns, obj))?;
-            Ok(object_response(201, &obj, None))
+            object_response(201, &obj, None)
         }
         Some(name) => {
             let obj = shared.mutate(|s| s.update(&target.id, ns, name, obj))?;
-            Ok(object_response(200, &obj, None))
+            object_response(200, &obj, None)
         }
-    }
+    };
+    field_validation::add_warnings(&mut response, &warnings);
+    Ok(response)
 }
 
 fn parse_target(shared: &Shared, segs: &[&str]) -> Result<Target, ApiError> {

@@ -19,6 +19,7 @@ use super::openapi::Documents;
 use super::patch::{self, PatchType};
 use super::preconditions::Preconditions;
 use super::remaining::RemainingCounts;
+use super::schema;
 use super::served_resource::{ResourceId, ServedResource};
 use super::status::ApiError;
 use super::stored::Stored;
@@ -659,7 +660,8 @@ impl State {
             }
             Err(e) => return Err(e),
         };
-        let obj = patch::patched(&existing.old.object, patch_type, body)?;
+        let schema = schema::for_resource(&self.resource(id)?.resource);
+        let obj = patch::patched(schema, &existing.old.object, patch_type, body)?;
         // Unlike a PUT body, which may leave the name out, a patched object must keep it.
         if obj.metadata.name.as_deref() != Some(name) {
             return Err(name_mismatch(obj.metadata.name.as_deref(), name));
