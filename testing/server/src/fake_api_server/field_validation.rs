@@ -15,6 +15,10 @@
 //!   unmarshal string into Go struct field Container.spec.containers.image of type ...`): 400
 //!   for POST and PUT, 422 for PATCH.
 //!
+//! The problems are listed duplicates first, then unknown fields with the members of each
+//! object in name order (kube-apiserver lists them in the body's order). Apply patches are not
+//! checked here (server-side apply reports unknown fields its own way).
+//!
 //! Kinds without a schema (custom resources registered in Rust) are not checked. Only HTTP
 //! writes with a body pay for this: the handle's writes, lists, watches and GETs never do.
 
