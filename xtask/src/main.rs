@@ -5,7 +5,8 @@
 //! [`tidy`] enforces the repository's file conventions, [`fuzz`] runs the fuzz targets briefly,
 //! [`chaos`] runs the full-stack chaos suite for many seeds and [`bench`](mod@bench) compares kcache with
 //! kube-rs (none of these three is part of `ci`, which only checks that the fuzz targets and
-//! the bench program compile). [`workspace`] reads the packages `ci` builds from `cargo metadata`.
+//! the bench program compile). [`openapi_data`] refreshes the fake API server's vendored
+//! Kubernetes schemas. [`workspace`] reads the packages `ci` builds from `cargo metadata`.
 //!
 //! The only dependency is `serde_json` (to read `cargo metadata`), so that `cargo xtask` compiles
 //! in seconds.
@@ -15,6 +16,7 @@ mod chaos;
 mod ci;
 mod deps;
 mod fuzz;
+mod openapi_data;
 mod readme;
 mod tidy;
 mod workspace;
@@ -42,6 +44,9 @@ Tasks:
           to the bench program (`--pods N`, `--updates N`, `--seed S`, `--runs N`, `--only ROWS`,
           `--scenario quiet,backlog`, `--shape light,heavy`, `--frames lines|event|split:N`,
           `--transport http|https|https-h1`; `cargo xtask bench --help` lists them)
+  openapi-data
+          refresh the fake API server's Kubernetes schemas from PyPI's kubernetes-validate
+          (`--version V`, default 1.37.0; needs pip and python3)
   help    print this text
 ";
 
@@ -64,6 +69,8 @@ enum Task {
     Chaos(chaos::Seeds),
     /// `cargo xtask bench [ARGS...]`: arguments for the bench program.
     Bench(Vec<OsString>),
+    /// `cargo xtask openapi-data [--version V]`: the Kubernetes version to vendor.
+    OpenapiData(String),
     /// `cargo xtask help`, `-h`, `--help`, or no task at all.
     Help,
 }
@@ -79,6 +86,7 @@ impl Task {
             "fuzz" => Some(Self::Fuzz(fuzz::DEFAULT_SECONDS)),
             "chaos" => Some(Self::Chaos(chaos::Seeds::default())),
             "bench" => Some(Self::Bench(Vec::new())),
+            "openapi-data" => Some(Self::OpenapiData(openapi_data::DEFAULT_VERSION.to_owned())),
             "help" | "-h" | "--help" => Some(Self::Help),
             _ => None,
         }
@@ -94,6 +102,7 @@ impl Task {
             Self::Fuzz(seconds) => fuzz::run(root, seconds),
             Self::Chaos(seeds) => chaos::run(root, seeds),
             Self::Bench(args) => bench::run(root, &args),
+            Self::OpenapiData(version) => openapi_data::run(root, &version),
             Self::Help => {
                 print_usage();
                 Ok(())
@@ -141,6 +150,12 @@ fn parse_args(args: &[OsString]) -> Invocation {
             };
         }
         Task::Bench(_) => return Invocation::Run(Task::Bench(args[1..].to_vec())),
+        Task::OpenapiData(_) => {
+            return match openapi_data::parse(&args[1..]) {
+                Ok(version) => Invocation::Run(Task::OpenapiData(version)),
+                Err(message) => Invocation::Usage(message),
+            };
+        }
         _ => {}
     }
     if let Task::Fuzz(_) = task {

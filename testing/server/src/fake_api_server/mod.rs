@@ -17,7 +17,8 @@
 //!   `NotFound`, and `Conflict` when a `resourceVersion` (or uid) the write names is not the
 //!   stored one: in a PUT body, in a patch, or in the `preconditions` of a DELETE's
 //!   `DeleteOptions` ([`Preconditions`]). PATCH takes JSON patch, merge patch, strategic merge
-//!   patch (reduced to a merge patch that follows kubectl's list directives) and server-side
+//!   patch (lists merged as the kind's schema says, with kubectl's directives; 415 for custom
+//!   resources, as on kube-apiserver) and server-side
 //!   apply with field ownership (created if absent), see [`PatchType`]; any other media type is
 //!   415. HTTP writes keep `metadata.managedFields` as kube-apiserver does: each create, update
 //!   and patch records an `Update` entry of its manager (`fieldManager`, else the User-Agent up
@@ -34,7 +35,11 @@
 //!   secrets, events, leases, deployments, replica sets), as kube-apiserver does
 //!   ([`ServedResource::returns_deleted_object`]). `dryRun=All`, in the query or in a DELETE's
 //!   `DeleteOptions` body, makes any write a dry run: checked, defaulted and answered, nothing
-//!   stored, no event. kube-apiserver's size limits
+//!   stored, no event. `fieldValidation` (`Strict`, `Warn` by default, `Ignore`) is enforced
+//!   on HTTP writes of built-in kinds: unknown and duplicate fields at any depth are refused
+//!   with kube-apiserver's `strict decoding error: unknown field "spec.foo"`, or written with
+//!   one `Warning: 299` header each; wrong types are refused whatever the level.
+//!   kube-apiserver's size limits
 //!   hold: a body is at most 3 MiB, a JSON patch at most 10,000 operations copying at most
 //!   3 MiB, a patched object at most 3 MiB of JSON (413 otherwise, 422 for the copies).
 //! - **Namespaces**: `default`, `kube-node-lease`, `kube-public` and `kube-system` exist at
@@ -69,10 +74,20 @@
 //!   (`sendInitialEvents=true` then the `k8s.io/initial-events-end` bookmark), selector
 //!   transitions as ADDED/DELETED. Each watcher has a bounded buffer; a watcher that falls behind
 //!   is closed cleanly, never blocking writers.
+//! - **Schemas**: the built-in kinds' schemas are Kubernetes **1.37**'s, vendored in
+//!   `testing/server/data/kubernetes-definitions.json` from the `OpenAPI` definitions the `PyPI`
+//!   package `kubernetes-validate` ships (the definitions reachable from the kinds of core v1,
+//!   `apps/v1`, `coordination.k8s.io/v1`, `events.k8s.io/v1`, `authorization.k8s.io/v1`,
+//!   `autoscaling/v1` and `apiextensions.k8s.io/v1`, plus `meta/v1`), in the `OpenAPI` v3 form
+//!   kube-apiserver serves. `cargo xtask openapi-data [--version 1.37.0]` refreshes them (it
+//!   needs pip and python3). They drive the `OpenAPI` documents, field validation and strategic
+//!   merge patch; kinds without one (custom resources registered in Rust) get a permissive
+//!   schema and none of these checks.
 //! - **Discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>`;
-//!   `OpenAPI` v3 (`/openapi/v3` and one permissive document per group-version, generated from
-//!   the registered kinds) so that kubectl's `create -f`, `apply -f` and `apply --server-side`
-//!   work with their default validation; and `meta.k8s.io/v1` Tables for `Accept:
+//!   `OpenAPI` v3 (`/openapi/v3` and one document per group-version, generated from the
+//!   registered kinds: the real schemas of built-in kinds, so that `kubectl explain` prints
+//!   their fields, and permissive ones for the others) so that kubectl's `create -f`, `apply -f`
+//!   and `apply --server-side` work with their default validation; and `meta.k8s.io/v1` Tables for `Accept:
 //!   ...;as=Table` with each built-in kind's `kubectl get` columns, `-o wide` ones included.
 //! - **Transport**: HTTP/1.1 and HTTP/2 (ALPN `h2`/`http/1.1` over TLS; h2 prior knowledge on
 //!   plain TCP), a self-signed CA generated at start ([`FakeApiServer::ca_pem`]), optionally
@@ -97,7 +112,8 @@
 //!   its common name): no 401/403 flows beyond injecting them with [`Fault::status`].
 //! - A controllable clock: timers use tokio time (tests may pause it); history retention is by
 //!   count, not age.
-//! - Graceful deletion periods (objects go at once), schema validation, the merge keys of
+//! - Graceful deletion periods (objects go at once), validation beyond field names and types
+//!   (required fields, formats, enums, kube-apiserver's per-kind rules), the merge keys of
 //!   lists outside the built-in table, client-side apply's annotation taken over by a
 //!   server-side apply and the cap of ten `Update` managers; `/openapi/v2` (kubectl asks for
 //!   it only when v3 is missing).
@@ -133,6 +149,7 @@ mod discovery;
 mod faults;
 mod field_manager;
 mod field_set;
+mod field_validation;
 mod health;
 mod json_patch;
 mod kubeconfig;
@@ -149,6 +166,7 @@ mod preconditions;
 mod remaining;
 mod response;
 mod routes;
+mod schema;
 mod served_resource;
 mod state;
 mod status;

@@ -4,15 +4,20 @@
 //! operation tagged with the object's `x-kubernetes-group-version-kind` that takes the
 //! `fieldValidation` query parameter. Finding it, kubectl leaves validation to the server and
 //! sends `fieldValidation=Strict`; without it, it validates on its side from `/openapi/v2`
-//! (protobuf, not served here) and fails with "failed to download openapi".
+//! (protobuf, not served here) and fails with "failed to download openapi". `kubectl explain`
+//! reads the same documents.
 //!
-//! The schemas are permissive: each kind is an object with `apiVersion`, `kind`, `metadata`
-//! and `x-kubernetes-preserve-unknown-fields`, tagged with its group-version-kind, so that
-//! nothing a test writes is refused. The PATCH operations list the JSON, merge and apply patch
-//! media types but not the strategic merge one, although the server accepts it: kubectl would
-//! otherwise compute `apply`'s strategic merge patches from these schemas, which have no
-//! fields to find merge keys in, and warn. Without it kubectl uses the Go types it is built
-//! with, as with a real server.
+//! Built-in kinds (those with a vendored definition, see [`schema`](super::schema)) carry their
+//! real schema and every definition it references, under kube-apiserver's names
+//! (`io.k8s.api.core.v1.Pod`), and their PATCH operations list the four patch media types, the
+//! strategic merge one included, as kube-apiserver lists them; kubectl then computes `apply`'s
+//! strategic merge patches from these schemas.
+//!
+//! Other kinds (custom resources registered in Rust) get a permissive schema: an object with
+//! `apiVersion`, `kind`, `metadata` and `x-kubernetes-preserve-unknown-fields`, tagged with its
+//! group-version-kind, so that nothing a test writes is refused; their PATCH operations list
+//! JSON, merge and apply patches but not strategic merge, which kube-apiserver refuses for
+//! custom resources.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +26,7 @@ use serde_json::{Map, Value, json};
 
 use super::params::query;
 use super::patch::PatchType;
+use super::schema::{self, definitions};
 use super::served_resource::ServedResource;
 use super::util::fnv1a;
 
@@ -102,18 +108,16 @@ fn document(resources: &[ServedResource], gv: &str) -> Option<Value> {
     for r in served {
         describe(r, &mut paths, &mut schemas);
     }
-    schemas.insert(
-        "io.k8s.apimachinery.pkg.apis.meta.v1.Patch".to_owned(),
-        json!({"description": "The body of a PATCH request.", "type": "object"}),
-    );
-    schemas.insert(
-        "io.k8s.apimachinery.pkg.apis.meta.v1.Status".to_owned(),
-        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-            "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", "kind": "Status"}]}),
-    );
+    for name in [
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Patch",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
+    ] {
+        add_definition(name, &mut schemas);
+    }
     Some(json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes (kcache fake API server)", "version": "v1.34.0"},
+        "info": {"title": "Kubernetes (kcache fake API server)",
+            "version": format!("v{}", definitions().kubernetes_version)},
         "paths": paths,
         "components": {"schemas": schemas},
     }))
@@ -128,45 +132,28 @@ fn describe(
     paths: &mut BTreeMap<String, Value>,
     schemas: &mut BTreeMap<String, Value>,
 ) {
-    let name = schema_name(r);
     let gvk = json!({"group": r.api.group, "version": r.api.version, "kind": r.kind});
-    let list_gvk = json!({"group": r.api.group, "version": r.api.version,
-        "kind": format!("{}List", r.kind)});
-    let metadata = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-    schemas.insert(
-        name.clone(),
-        json!({
-            "description": format!("{} (schema kept permissive by the fake API server)", r.kind),
-            "type": "object",
-            "properties": {
-                "apiVersion": {"type": "string"},
-                "kind": {"type": "string"},
-                "metadata": metadata,
-            },
-            "x-kubernetes-preserve-unknown-fields": true,
-            "x-kubernetes-group-version-kind": [gvk],
-        }),
-    );
-    schemas.insert(
-        format!("{name}List"),
-        json!({
-            "type": "object",
-            "required": ["items"],
-            "properties": {
-                "apiVersion": {"type": "string"},
-                "kind": {"type": "string"},
-                "metadata": metadata,
-                "items": {"type": "array", "items": {"$ref": schema_ref(&name)}},
-            },
-            "x-kubernetes-group-version-kind": [list_gvk],
-        }),
-    );
+    let built_in = schema::for_resource(r);
+    let list_name = built_in.and_then(|_| {
+        definitions().kind_name(&r.api.group, &r.api.version, &format!("{}List", r.kind))
+    });
+    let (name, list_name) = if let (Some(kind), Some(list)) = (built_in, list_name) {
+        add_definition(kind.name, schemas);
+        add_definition(list, schemas);
+        (kind.name.to_owned(), list.to_owned())
+    } else {
+        let name = schema_name(r);
+        permissive(r, &name, &gvk, schemas);
+        (name.clone(), format!("{name}List"))
+    };
     let ops = Operations {
         resource: r,
         schema: schema_ref(&name),
-        list_schema: schema_ref(&format!("{name}List")),
+        list_schema: schema_ref(&list_name),
         gvk,
+        strategic_merge: built_in.is_some(),
     };
+
     // Across namespaces (a namespaced kind's list of every namespace, or a cluster-scoped
     // kind's collection), and in namespace `{namespace}`.
     let everywhere = r.api.collection_path(None);
@@ -202,6 +189,53 @@ fn describe(
             "patch": ops.patch(scope),
             "delete": ops.delete(scope),
             "parameters": item_params,
+        }),
+    );
+}
+
+/// Adds definition `name` and every definition it references to `schemas`.
+fn add_definition(name: &str, schemas: &mut BTreeMap<String, Value>) {
+    let defs = definitions();
+    for reached in defs.closure(name) {
+        if !schemas.contains_key(reached)
+            && let Some(schema) = defs.schemas.get(reached)
+        {
+            schemas.insert(reached.to_owned(), schema.clone());
+        }
+    }
+}
+
+/// Adds the permissive schemas of kind `r` (named `name`) and of its list.
+fn permissive(r: &ServedResource, name: &str, gvk: &Value, schemas: &mut BTreeMap<String, Value>) {
+    let list_gvk = json!({"group": r.api.group, "version": r.api.version,
+        "kind": format!("{}List", r.kind)});
+    let metadata = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    schemas.insert(
+        name.to_owned(),
+        json!({
+            "description": format!("{} (schema kept permissive by the fake API server)", r.kind),
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": metadata,
+            },
+            "x-kubernetes-preserve-unknown-fields": true,
+            "x-kubernetes-group-version-kind": [gvk],
+        }),
+    );
+    schemas.insert(
+        format!("{name}List"),
+        json!({
+            "type": "object",
+            "required": ["items"],
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": metadata,
+                "items": {"type": "array", "items": {"$ref": schema_ref(name)}},
+            },
+            "x-kubernetes-group-version-kind": [list_gvk],
         }),
     );
 }
@@ -255,6 +289,8 @@ struct Operations<'r> {
     schema: Value,
     list_schema: Value,
     gvk: Value,
+    /// Whether PATCH lists the strategic merge patch media type (built-in kinds only).
+    strategic_merge: bool,
 }
 
 impl Operations<'_> {
@@ -307,7 +343,7 @@ impl Operations<'_> {
             json!({"schema": {"$ref": schema_ref("io.k8s.apimachinery.pkg.apis.meta.v1.Patch")}});
         let content: Map<String, Value> = PatchType::ALL
             .into_iter()
-            .filter(|t| *t != PatchType::StrategicMerge)
+            .filter(|t| self.strategic_merge || *t != PatchType::StrategicMerge)
             .map(|t| (t.content_type().to_owned(), patch.clone()))
             .collect();
         op.insert(

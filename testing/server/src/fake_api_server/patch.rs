@@ -4,9 +4,10 @@
 //! - [`Json`](PatchType::Json): RFC 6902 ([`json_patch`](super::json_patch)); a failed
 //!   operation (a `test`, a missing path) is 422 Invalid, a malformed patch 400.
 //! - [`Merge`](PatchType::Merge): RFC 7386 ([`merge_patch`](super::merge_patch)).
-//! - [`StrategicMerge`](PatchType::StrategicMerge): a merge patch that also follows the
-//!   directives kubectl writes, lists otherwise replaced wholesale
-//!   ([`strategic_merge`](super::strategic_merge) says exactly how far it goes).
+//! - [`StrategicMerge`](PatchType::StrategicMerge): lists merged as the kind's schema says,
+//!   with the directives kubectl writes ([`strategic_merge`](super::strategic_merge)); only for
+//!   kinds with a vendored schema: for others (custom resources) it is 415, as kube-apiserver
+//!   answers ([`unsupported_for_custom_resources`]).
 //! - [`Apply`](PatchType::Apply): server-side apply of the applied object (YAML or JSON),
 //!   created when there is none. Over HTTP the `fieldManager` parameter is required, as on the
 //!   real server, and the apply follows field ownership ([`apply`](super::apply)): conflicts,
@@ -23,6 +24,7 @@ use serde_json::Value;
 
 use super::json_patch::{self, JsonPatchError};
 use super::limits::MAX_OBJECT;
+use super::schema::KindSchema;
 use super::status::ApiError;
 use super::util::json_len_within;
 use super::{merge_patch, strategic_merge};
@@ -84,6 +86,17 @@ pub(crate) fn unsupported_media_type(content_type: &str) -> ApiError {
     )
 }
 
+/// The 415 for a strategic merge patch of a kind without a vendored schema: kube-apiserver
+/// serves custom resources without it, and names the patch types they take.
+pub(crate) fn unsupported_for_custom_resources() -> ApiError {
+    ApiError::new(
+        415,
+        "UnsupportedMediaType",
+        "the body of the request was in an unknown format - accepted media types include: \
+         application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+    )
+}
+
 /// Decodes a patch body: JSON, or for [`PatchType::Apply`] also YAML (of which JSON is a part).
 pub(crate) fn decode(patch_type: PatchType, body: &[u8]) -> Result<Value, ApiError> {
     let json = serde_json::from_slice::<Value>(body);
@@ -103,7 +116,10 @@ pub(crate) fn decode(patch_type: PatchType, body: &[u8]) -> Result<Value, ApiErr
 
 /// The object `current` becomes under `patch`, before the write's own checks (name, uid,
 /// resource version). The patch works on a copy of `current`: on an error nothing changed.
+/// `schema` is the kind's ([`schema::for_resource`](super::schema::for_resource)); a strategic
+/// merge patch needs one.
 pub(crate) fn patched(
+    schema: Option<KindSchema>,
     current: &DynamicObject,
     patch_type: PatchType,
     patch: &Value,
@@ -123,7 +139,8 @@ pub(crate) fn patched(
         }
         PatchType::StrategicMerge => {
             require_object(patch)?;
-            strategic_merge::merge(&mut doc, patch);
+            let schema = schema.ok_or_else(unsupported_for_custom_resources)?;
+            strategic_merge::merge(&mut doc, patch, Some(schema.root));
         }
     }
     if json_len_within(&doc, MAX_OBJECT).is_none() {
@@ -165,10 +182,10 @@ mod tests {
             {"op": "copy", "from": "/data/a", "path": "/data/b"},
             {"op": "copy", "from": "/data/a", "path": "/data/c"},
         ]);
-        let err = patched(&current, PatchType::Json, &copies).unwrap_err();
+        let err = patched(None, &current, PatchType::Json, &copies).unwrap_err();
         assert_eq!(err.code, 413, "{err:?}");
         let one = json!([{"op": "copy", "from": "/data/a", "path": "/data/b"}]);
-        let ok = patched(&current, PatchType::Json, &one).unwrap();
+        let ok = patched(None, &current, PatchType::Json, &one).unwrap();
         assert_eq!(ok.data["data"]["b"], current.data["data"]["a"]);
         // Too many operations is 413 too; a malformed patch 400, a failed one 422.
         let many = Value::Array(vec![
@@ -176,19 +193,21 @@ mod tests {
             10_001
         ]);
         assert_eq!(
-            patched(&current, PatchType::Json, &many).unwrap_err().code,
+            patched(None, &current, PatchType::Json, &many)
+                .unwrap_err()
+                .code,
             413
         );
         let malformed = json!([{"op": "add"}]);
         assert_eq!(
-            patched(&current, PatchType::Json, &malformed)
+            patched(None, &current, PatchType::Json, &malformed)
                 .unwrap_err()
                 .code,
             400
         );
         let missing = json!([{"op": "remove", "path": "/nope"}]);
         assert_eq!(
-            patched(&current, PatchType::Json, &missing)
+            patched(None, &current, PatchType::Json, &missing)
                 .unwrap_err()
                 .code,
             422

@@ -17,10 +17,12 @@ use super::delete_options::DeleteOptions;
 use super::discovery;
 use super::faults::{FaultKind, RequestShape, Verb};
 use super::field_manager::FieldManager;
+use super::field_validation;
 use super::limits::MAX_BODY;
 use super::params::{self, ListParams, Target, parse_rv, truthy};
 use super::patch::{self, PatchType};
 use super::response::{error_response, json_response};
+use super::schema;
 use super::served_resource::{ResourceId, ServedResource};
 use super::state::{self, Deleted, RequestRecord, Shared, wait_for_rv};
 use super::status::{self, ApiError, internal};
@@ -344,33 +346,50 @@ async fn write(
     };
     let dry_run = write_options::dry_run(write_options::dry_run_values(query), options_kind)?;
     let body = read_body(req.into_body()).await?;
+    let level = field_validation::Level::of(query);
     if let (Some(patch_type), Some(name)) = (patch_type, name) {
         let patch = patch::decode(patch_type, &body)?;
+        let warnings = if target.subresource == Some(Subresource::Scale) {
+            Vec::new()
+        } else {
+            field_validation::check_patch(
+                shared,
+                &target.resource,
+                ns,
+                name,
+                (patch_type, &body, &patch),
+                level,
+            )?
+        };
         if patch_type == PatchType::Apply && target.subresource.is_none() {
             let (obj, created) = shared.mutate_maybe_dry(dry_run, |s| {
                 s.as_manager(manager, |s| {
                     s.patch(&target.id, ns, name, patch_type, &patch)
                 })
             })?;
-            return Ok(object_response(if created { 201 } else { 200 }, &obj, None));
+            let mut response = object_response(if created { 201 } else { 200 }, &obj, None);
+            field_validation::add_warnings(&mut response, &warnings);
+            return Ok(response);
         }
         let sub = target.subresource;
+        let schema = schema::for_resource(&target.resource);
         let obj = shared.mutate_maybe_dry(dry_run, |s| {
             s.as_manager(manager, |s| {
                 s.update_with(&target.id, ns, name, |_, current| match sub {
                     Some(Subresource::Scale) => {
                         let scale = serde_json::from_value(subresource::scale_of(current))
                             .map_err(status::internal)?;
-                        let scaled = patch::patched(&scale, patch_type, &patch)?;
+                        let scale_schema = schema::for_kind("autoscaling", "v1", "Scale");
+                        let scaled = patch::patched(scale_schema, &scale, patch_type, &patch)?;
                         let scaled = serde_json::to_value(&scaled).map_err(status::internal)?;
                         subresource::with_scale(current, &scaled)
                     }
                     Some(Subresource::Status) => {
-                        let patched = patch::patched(current, patch_type, &patch)?;
+                        let patched = patch::patched(schema, current, patch_type, &patch)?;
                         Ok(subresource::with_status(current, &patched))
                     }
                     None => {
-                        let obj = patch::patched(current, patch_type, &patch)?;
+                        let obj = patch::patched(schema, current, patch_type, &patch)?;
                         // Unlike a PUT body, which may leave the name out, a patched object must
                         // keep it.
                         if obj.metadata.name.as_deref() != Some(name) {
@@ -381,16 +400,19 @@ async fn write(
                 })
             })
         })?;
-        return Ok(written_response(200, &obj, sub));
+        let mut response = written_response(200, &obj, sub);
+        field_validation::add_warnings(&mut response, &warnings);
+        return Ok(response);
     }
+    let warnings = field_validation::check_object(&target.resource, &body, level)?;
     let obj: DynamicObject = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(&format!("the object provided is unrecognized: {e}")))?;
-    match name {
+    let mut response = match name {
         None => {
             let obj = shared.mutate_maybe_dry(dry_run, |s| {
                 s.as_manager(manager, |s| s.create(&target.id, ns, obj))
             })?;
-            Ok(object_response(201, &obj, None))
+            object_response(201, &obj, None)
         }
         Some(name) => {
             let sub = target.subresource;
@@ -413,14 +435,15 @@ async fn write(
                         if sub == Some(Subresource::Status) {
                             return Ok(subresource::with_status(current, &obj));
                         }
-                        let obj = obj;
                         Ok(obj)
                     })
                 })
             })?;
-            Ok(written_response(200, &obj, sub))
+            written_response(200, &obj, sub)
         }
-    }
+    };
+    field_validation::add_warnings(&mut response, &warnings);
+    Ok(response)
 }
 
 /// The answer to a write of an object or of its subresource `sub`: the object, or its `Scale`.

@@ -28,6 +28,7 @@ use super::openapi::Documents;
 use super::patch::{self, PatchType};
 use super::preconditions::Preconditions;
 use super::remaining::RemainingCounts;
+use super::schema;
 use super::served_resource::{ResourceId, ServedResource};
 use super::status::ApiError;
 use super::stored::Stored;
@@ -798,6 +799,7 @@ impl State {
             }
             Err(e) => return Err(e),
         };
+        let schema = schema::for_resource(&self.resource(id)?.resource);
         let obj = match &applier {
             Some(m) => apply::apply_now(
                 Some(&existing.old.object),
@@ -805,7 +807,7 @@ impl State {
                 m,
                 &self.resource(id)?.resource,
             )?,
-            None => patch::patched(&existing.old.object, patch_type, body)?,
+            None => patch::patched(schema, &existing.old.object, patch_type, body)?,
         };
         // Unlike a PUT body, which may leave the name out, a patched object must keep it.
         if obj.metadata.name.as_deref() != Some(name) {

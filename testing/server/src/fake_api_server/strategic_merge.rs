@@ -1,30 +1,32 @@
-//! Strategic merge patch (`application/strategic-merge-patch+json`) as far as it reduces to a
-//! JSON merge patch without the kinds' Go struct tags.
+//! Strategic merge patch (`application/strategic-merge-patch+json`), driven by the kind's
+//! schema ([`schema`](super::schema)) for built-in kinds.
 //!
-//! kube-apiserver merges some lists by a key (containers by `name`) and unions others
-//! (`finalizers`), as each kind's schema says; the fake server has no schemas, so:
+//! - Maps merge as in a merge patch (RFC 7386), `null` removes.
+//! - A list whose schema has `x-kubernetes-patch-strategy` with `merge` merges with the stored
+//!   one: entries of objects by `x-kubernetes-patch-merge-key` (a patch entry merges into the
+//!   stored entry with the same key, new keys append), lists of scalars as a union
+//!   (`finalizers`). Any other list replaces the stored one.
+//! - The directives kubectl writes keep their meaning: `$setElementOrder/<list>` orders the list
+//!   (and, without a schema, names the merge key: the one key of its entries, or marks a list of
+//!   scalars as a set); `$deleteFromPrimitiveList/<list>` removes scalars; `$patch: delete` in
+//!   an entry removes the stored entry with its key; `$patch: replace` / `$patch: delete` on a
+//!   map replace or remove it, in a list replace the list; `$retainKeys` keeps only the members
+//!   it names.
 //!
-//! - maps merge as in a merge patch (RFC 7386), `null` removes;
-//! - a list replaces the stored one **wholesale**, unless the patch says how to merge it with
-//!   the directives kubectl writes (`kubectl apply`, `label`, `annotate` compute their patches
-//!   with them): `$setElementOrder/<list>` names the list's merge key (the one key of its
-//!   entries) or marks a list of scalars as a set, so `<list>`'s entries merge into the stored
-//!   ones by that key (`$patch: delete` in an entry removes it) and the list takes that order;
-//!   `$deleteFromPrimitiveList/<list>` removes values from a list of scalars;
-//! - `$patch: replace` / `$patch: delete` on a map replace or remove it, and `$retainKeys`
-//!   keeps only the members it names.
-//!
-//! A list patched without a `$setElementOrder` directive (`kubectl patch -p
-//! '{"spec":{"containers":[...]}}'`) is therefore replaced, where kube-apiserver would merge
-//! it by its key.
+//! Kinds without a vendored schema (custom resources) never get here: kube-apiserver refuses a
+//! strategic merge patch for them with 415, and so does the fake server.
 
 use serde_json::{Map, Value};
+
+use super::schema::Node;
 
 const SET_ORDER: &str = "$setElementOrder/";
 const DELETE_FROM: &str = "$deleteFromPrimitiveList/";
 
-/// Applies strategic merge patch `patch` to `target`, in place.
-pub(crate) fn merge(target: &mut Value, patch: &Value) {
+/// Applies strategic merge patch `patch` to `target`, in place; `schema` is `target`'s node in
+/// the kind's schema, `None` where the schema says nothing (then lists replace unless the
+/// patch's directives say how to merge them).
+pub(crate) fn merge(target: &mut Value, patch: &Value, schema: Option<Node>) {
     let Value::Object(members) = patch else {
         patch.clone_into(target);
         return;
@@ -53,6 +55,7 @@ pub(crate) fn merge(target: &mut Value, patch: &Value) {
         let order = members
             .get(&format!("{SET_ORDER}{key}"))
             .and_then(Value::as_array);
+        let field = schema.and_then(|n| n.field(key));
         match value {
             Value::Null => {
                 target.remove(key);
@@ -62,11 +65,19 @@ pub(crate) fn merge(target: &mut Value, patch: &Value) {
             {
                 target.remove(key);
             }
-            Value::Array(items) if order.is_some() || has_patch_directive(items) => {
+            Value::Array(items)
+                if order.is_some()
+                    || has_patch_directive(items)
+                    || field.is_some_and(Node::merges) =>
+            {
                 let stored = target.entry(key.as_str()).or_insert(Value::Null);
-                merge_list(stored, items, order.map(Vec::as_slice));
+                merge_list(stored, items, order.map(Vec::as_slice), field);
             }
-            _ => merge(target.entry(key.as_str()).or_insert(Value::Null), value),
+            _ => merge(
+                target.entry(key.as_str()).or_insert(Value::Null),
+                value,
+                field,
+            ),
         }
     }
     for (key, value) in members {
@@ -81,7 +92,11 @@ pub(crate) fn merge(target: &mut Value, patch: &Value) {
             && let (Some(stored @ Value::Array(_)), Some(order)) =
                 (target.get_mut(list), value.as_array())
         {
-            reorder(stored, order, merge_key(order));
+            let field = schema.and_then(|n| n.field(list));
+            let key = field
+                .and_then(Node::patch_merge_key)
+                .or_else(|| merge_key(order));
+            reorder(stored, order, key);
         }
     }
     if let Some(keep) = members.get("$retainKeys").and_then(Value::as_array) {
@@ -110,10 +125,13 @@ fn merge_key(order: &[Value]) -> Option<&str> {
     first.keys().next().map(String::as_str)
 }
 
-/// Merges patch entries `items` into the list `stored` by the merge key that `order` names (a
-/// set of scalars when the entries are scalars), then puts the list in `order`.
-fn merge_list(stored: &mut Value, items: &[Value], order: Option<&[Value]>) {
-    let key = order.and_then(merge_key).or_else(|| {
+/// Merges patch entries `items` into the list `stored` by the merge key of its schema `list`,
+/// or else the one `order` names (a set of scalars when the entries are scalars), then puts
+/// the list in `order`.
+fn merge_list(stored: &mut Value, items: &[Value], order: Option<&[Value]>, list: Option<Node>) {
+    let entries = list.and_then(Node::items);
+    let key = list.and_then(Node::patch_merge_key);
+    let key = key.or_else(|| order.and_then(merge_key)).or_else(|| {
         items
             .iter()
             .find_map(|i| i.as_object().filter(|o| o.contains_key("$patch")))
@@ -149,9 +167,14 @@ fn merge_list(stored: &mut Value, items: &[Value], order: Option<&[Value]>) {
             (Some(i), Some("delete")) => {
                 list.remove(i);
             }
-            (Some(i), _) if key.is_some() => merge(&mut list[i], item),
+            (Some(i), _) if key.is_some() => merge(&mut list[i], item, entries),
             // Deleting what is not there, adding a scalar that is.
             (None, Some("delete")) | (Some(_), _) => {}
+            (None, _) if item.is_object() => {
+                let mut added = Value::Null;
+                merge(&mut added, item, entries);
+                list.push(added);
+            }
             (None, _) => list.push(item.clone()),
         }
     }
@@ -185,7 +208,7 @@ mod tests {
     use super::*;
 
     fn patched(mut target: Value, patch: &Value) -> Value {
-        merge(&mut target, patch);
+        merge(&mut target, patch, None);
         target
     }
 
@@ -244,5 +267,37 @@ mod tests {
             &json!({"m": {"$patch": "delete"}}),
         );
         assert_eq!(deleted, json!({"n": 1}));
+    }
+
+    #[test]
+    fn the_schema_merges_lists_by_key_and_unions_sets() {
+        let pods = crate::fake_api_server::schema::for_resource(
+            &crate::fake_api_server::ServedResource::pods(),
+        )
+        .unwrap();
+        let target = json!({
+            "metadata": {"finalizers": ["a"]},
+            "spec": {"containers": [{"name": "web", "image": "w:1", "args": ["x"]},
+                                    {"name": "log", "image": "l:1"}],
+                     "tolerations": [{"key": "k"}]},
+        });
+        let patch = json!({
+            "metadata": {"finalizers": ["b", "a"]},
+            "spec": {"containers": [{"name": "web", "image": "w:2", "args": ["y"]},
+                                    {"name": "side", "image": "s:1", "env": null},
+                                    {"name": "log", "$patch": "delete"}],
+                     "tolerations": [{"key": "j"}]},
+        });
+        let mut out = target;
+        merge(&mut out, &patch, Some(pods.root));
+        assert_eq!(
+            out,
+            json!({
+                "metadata": {"finalizers": ["a", "b"]},
+                "spec": {"containers": [{"name": "web", "image": "w:2", "args": ["y"]},
+                                        {"name": "side", "image": "s:1"}],
+                         "tolerations": [{"key": "j"}]},
+            })
+        );
     }
 }

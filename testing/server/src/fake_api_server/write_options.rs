@@ -1,8 +1,8 @@
 //! The query parameters of writes (`CreateOptions`, `UpdateOptions`, `PatchOptions`,
 //! `DeleteOptions`) that the fake server looks at, checked as kube-apiserver checks them.
 //!
-//! - `fieldValidation` (`Strict`, `Warn`, `Ignore`; kubectl sends `Strict`) is accepted and not
-//!   enforced: objects have no schema here, so there is no unknown field to report.
+//! - `fieldValidation` must be `Strict`, `Warn` or `Ignore` (kubectl sends `Strict`); what each
+//!   level does is [`field_validation`](super::field_validation)'s.
 //! - `fieldManager` is required for an apply patch (422 without it, as on the real server); its
 //!   length, its characters and `force` are checked by
 //!   [`FieldManager`](super::field_manager::FieldManager), which names the write's manager.
