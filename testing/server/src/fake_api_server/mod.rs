@@ -106,7 +106,14 @@
 //!
 //! # Not supported, and why
 //!
-//! - Protobuf and CBOR (JSON only; other `Accept` types get 406), gzip responses.
+//! - Protobuf and CBOR (JSON only; other `Accept` types get 406), gzip responses; protobuf
+//!   request bodies (`kubectl create configmap`, `create secret` and the other commands that
+//!   send them are refused with 400), except an access review's, answered allowed unread.
+//! - Custom resources are not validated, pruned or defaulted against their definition's schema,
+//!   their `OpenAPI` document is permissive, and each served version holds its own objects
+//!   (no conversion between versions); `additionalPrinterColumns` are not used by tables.
+//! - Server-side apply reads list types from a table of the built-in kinds' common lists, not
+//!   from the vendored schemas, and its applied objects are not checked for unknown fields.
 //! - Authentication and authorization (any token is accepted, and with
 //!   [`client_auth`](FakeApiServerBuilder::client_auth) any certificate of the server's CA, whatever
 //!   its common name): no 401/403 flows beyond injecting them with [`Fault::status`].
