@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use super::field_manager::{FieldManager, Operation};
 use super::field_set::{FieldSet, PathElement, path_string};
 use super::limits::MAX_OBJECT;
-use super::list_semantics::{BuiltinLists, ListSemantics, ListType};
+use super::list_semantics::{ListSemantics, ListType};
 use super::managed_fields::{Entry, MANAGED_FIELDS, ManagedFields, strip_server_fields};
 use super::object_fields::{compare, entry_element, fields_of};
 use super::served_resource::ServedResource;
@@ -152,6 +152,7 @@ fn before_first_apply(
         operation: Operation::Update,
         force: false,
         status_subresource: manager.status_subresource,
+        lists: manager.lists,
     };
     let mut entry = Entry::new(&before, live.api_version.as_deref().unwrap_or_default(), "");
     entry.time = None;
@@ -176,7 +177,7 @@ pub(crate) fn apply_now(
         applied,
         manager,
         resource,
-        &BuiltinLists,
+        &manager.lists,
         &rfc3339(now_secs()),
     )?;
     if json_len_within(&obj, MAX_OBJECT).is_none() {
@@ -461,6 +462,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::fake_api_server::list_semantics::BuiltinLists;
 
     fn applier(name: &str, force: bool) -> FieldManager {
         FieldManager {
@@ -468,6 +470,7 @@ mod tests {
             operation: Operation::Apply,
             force,
             status_subresource: false,
+            lists: crate::fake_api_server::list_semantics::SchemaLists(None),
         }
     }
 

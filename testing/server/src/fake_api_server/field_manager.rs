@@ -12,8 +12,10 @@
 
 use kcache_reflector::{StatusCause, StatusDetails};
 
+use super::list_semantics::SchemaLists;
 use super::params::truthy;
 use super::patch::PatchType;
+use super::schema;
 use super::served_resource::ServedResource;
 use super::status::ApiError;
 
@@ -51,6 +53,8 @@ pub(crate) struct FieldManager {
     /// Whether the kind has a status subresource: writes to the object then own nothing under
     /// `status` (see [`status_subresource`]).
     pub(crate) status_subresource: bool,
+    /// How the kind's lists merge and are owned (from its vendored schema, if any).
+    pub(crate) lists: SchemaLists,
 }
 
 /// Whether `resource` has a `status` subresource, through which its status is owned: writes
@@ -133,6 +137,7 @@ impl FieldManager {
             },
             force: apply && param("force").is_some_and(truthy),
             status_subresource: status_subresource(resource),
+            lists: SchemaLists(schema::for_resource(resource)),
         })
     }
 }

@@ -1,6 +1,9 @@
 //! [`ListSemantics`]: how the lists of an object merge and are owned under server-side apply
-//! (atomic, a set of scalars, or a map keyed by some fields of their entries), and
-//! [`BuiltinLists`], the table of the lists controllers and kubectl write on the built-in kinds.
+//! (atomic, a set of scalars, or a map keyed by some fields of their entries); [`SchemaLists`],
+//! which reads them from a built-in kind's vendored schema ([`schema`](super::schema):
+//! `x-kubernetes-list-type` and `x-kubernetes-list-map-keys`, else a merge strategy with its
+//! merge key, else atomic); and [`BuiltinLists`], the table of the lists controllers and kubectl
+//! write on the built-in kinds, for kinds without a schema.
 //!
 //! Every list the table does not name is atomic, as the lists of a custom resource without
 //! `x-kubernetes-list-type` are: a manager owns the whole list and an apply replaces it.
@@ -8,6 +11,7 @@
 use serde_json::Value;
 
 use super::field_set::PathElement;
+use super::schema::{self, KindSchema, Node};
 
 /// How a list merges and how its entries are owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,5 +149,109 @@ mod tests {
                 "{atomic:?}"
             );
         }
+    }
+}
+
+/// The list types of a kind with a vendored schema; the [`BuiltinLists`] table answers for a
+/// kind without one, and for a path the schema does not describe.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SchemaLists(pub(crate) Option<KindSchema>);
+
+impl PartialEq for SchemaLists {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.map(|k| k.name) == other.0.map(|k| k.name)
+    }
+}
+
+impl Eq for SchemaLists {}
+
+impl SchemaLists {
+    /// The node at `path` from the kind's root: fields by name (a map's values for a map),
+    /// list entries by the list's items.
+    fn node_at(root: Node, path: &[PathElement]) -> Option<Node> {
+        path.iter().try_fold(root, |node, element| match element {
+            PathElement::Field(name) => node.field(name),
+            PathElement::Key(_) | PathElement::Value(_) | PathElement::Index(_) => node.items(),
+        })
+    }
+}
+
+impl ListSemantics for SchemaLists {
+    fn list_type(&self, path: &[PathElement]) -> ListType {
+        let Some(node) = self.0.and_then(|kind| Self::node_at(kind.root, path)) else {
+            return BuiltinLists.list_type(path);
+        };
+        let keys = |names: Vec<&str>| {
+            let items = node.items();
+            ListType::Map(
+                names
+                    .into_iter()
+                    .map(|name| MapKey {
+                        name: name.to_owned(),
+                        default: items
+                            .and_then(|i| i.field(name))
+                            .and_then(|f| f.raw().get("default"))
+                            .cloned(),
+                    })
+                    .collect(),
+            )
+        };
+        match node.list_type() {
+            Some(schema::ListType::Set) => ListType::Set,
+            Some(schema::ListType::Map) => keys(node.list_map_keys()),
+            // A list without a list type merges as its patch strategy says.
+            None if node.merges() => match node.patch_merge_key() {
+                Some(key) => keys(vec![key]),
+                None => ListType::Set,
+            },
+            Some(schema::ListType::Atomic) | None => ListType::Atomic,
+        }
+    }
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use super::*;
+    use crate::fake_api_server::served_resource::ServedResource;
+
+    fn field(name: &str) -> PathElement {
+        PathElement::Field(name.to_owned())
+    }
+
+    #[test]
+    fn the_schema_gives_the_list_types_of_a_pod() {
+        let lists = SchemaLists(schema::for_resource(&ServedResource::pods()));
+        let containers = [field("spec"), field("containers")];
+        assert_eq!(
+            lists.list_type(&containers),
+            ListType::Map(vec![MapKey::required("name")])
+        );
+        assert_eq!(
+            lists.list_type(&[field("metadata"), field("finalizers")]),
+            ListType::Set
+        );
+        let entry = PathElement::Key(Vec::new());
+        let ports = [field("spec"), field("containers"), entry, field("ports")];
+        let ListType::Map(keys) = lists.list_type(&ports) else {
+            panic!("ports are keyed");
+        };
+        let names: Vec<&str> = keys.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["containerPort", "protocol"]);
+        let args = [
+            field("spec"),
+            field("containers"),
+            PathElement::Key(Vec::new()),
+            field("args"),
+        ];
+        assert_eq!(lists.list_type(&args), ListType::Atomic);
+    }
+
+    #[test]
+    fn without_a_schema_the_table_answers() {
+        let lists = SchemaLists(None);
+        assert_eq!(
+            lists.list_type(&[field("spec"), field("containers")]),
+            ListType::Map(vec![MapKey::required("name")])
+        );
     }
 }

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use super::field_manager::{FieldManager, Operation};
 use super::field_set::FieldSet;
-use super::list_semantics::{BuiltinLists, ListSemantics};
+use super::list_semantics::ListSemantics;
 use super::object_fields::{Comparison, compare};
 use super::util::now_secs;
 
@@ -279,7 +279,7 @@ pub(crate) fn record_update(
 }
 
 /// Records the `Update` of an HTTP write by `manager` (see [`record_update`]), with the
-/// built-in list types, at the current time. Nothing for an apply (whose entries
+/// kind's list types, at the current time. Nothing for an apply (whose entries
 /// [`apply`](super::apply) made) nor for a write through the Rust handle (no manager).
 pub(crate) fn record(
     manager: Option<&FieldManager>,
@@ -288,7 +288,7 @@ pub(crate) fn record(
 ) {
     if let Some(manager) = manager.filter(|m| m.operation == Operation::Update) {
         let now = rfc3339(now_secs());
-        record_update(old, new, manager, &BuiltinLists, &now);
+        record_update(old, new, manager, &manager.lists, &now);
     }
 }
 
@@ -297,6 +297,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::fake_api_server::list_semantics::BuiltinLists;
 
     fn object(value: Value) -> DynamicObject {
         serde_json::from_value(value).unwrap()
@@ -308,6 +309,7 @@ mod tests {
             operation: Operation::Update,
             force: false,
             status_subresource: false,
+            lists: crate::fake_api_server::list_semantics::SchemaLists(None),
         }
     }
 

@@ -25,8 +25,9 @@
 //!   to its first `/`) owning the fields it changed; an apply owns exactly the fields it
 //!   applied, removes those it stopped applying that nobody else owns, and is a 409 `Conflict`
 //!   naming each field another manager owns with another value unless `force=true`. List
-//!   merge keys come from a table of the built-in kinds' common lists (containers by name,
-//!   ports by port and protocol, ...); other lists are atomic. Writes through the Rust handle
+//!   types come from the kind's vendored schema (`x-kubernetes-list-type` and its map keys, else
+//!   its patch strategy); for kinds without one, from a table of the common lists (containers
+//!   by name, ports by port and protocol, ...), other lists atomic. Writes through the Rust handle
 //!   leave `managedFields` as they are. Writes that change nothing keep the RV and
 //!   emit nothing. Finalizers make a delete a MODIFIED (with `deletionTimestamp`); the object
 //!   goes when they are removed. DELETED events carry the last state with the deletion's new
@@ -112,8 +113,7 @@
 //! - Custom resources are not validated, pruned or defaulted against their definition's schema,
 //!   their `OpenAPI` document is permissive, and each served version holds its own objects
 //!   (no conversion between versions); `additionalPrinterColumns` are not used by tables.
-//! - Server-side apply reads list types from a table of the built-in kinds' common lists, not
-//!   from the vendored schemas, and its applied objects are not checked for unknown fields.
+//! - Server-side apply's applied objects are not checked for unknown fields.
 //! - Authentication and authorization (any token is accepted, and with
 //!   [`client_auth`](FakeApiServerBuilder::client_auth) any certificate of the server's CA, whatever
 //!   its common name): no 401/403 flows beyond injecting them with [`Fault::status`].

@@ -297,3 +297,44 @@ fn name_and_image(obj: &Value) -> Value {
         .map(|c| json!({"name": c["name"], "image": c["image"]}))
         .collect()
 }
+
+/// A list the vendored schema keys (`spec.schedulingGates` by `name`) merges entry by entry
+/// between two appliers, where an atomic list would conflict.
+#[tokio::test]
+async fn list_types_come_from_the_kinds_schema() {
+    let server = FakeApiServer::start().await.unwrap();
+    let client = Client::new(&server);
+    let pod = |gate: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}],
+                     "schedulingGates": [{"name": gate}]}})
+    };
+    let path = "/api/v1/namespaces/ns/pods/p";
+    for (manager, gate) in [("a", "example.com/a"), ("b", "example.com/b")] {
+        let reply = client
+            .patch(&format!("{path}?fieldManager={manager}"), APPLY, &pod(gate))
+            .await;
+        expect(
+            &reply,
+            if manager == "a" {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            },
+        );
+    }
+    let obj = expect(&client.get(path).await, StatusCode::OK);
+    assert_eq!(
+        obj["spec"]["schedulingGates"],
+        json!([{"name": "example.com/a"}, {"name": "example.com/b"}])
+    );
+    let b = entries(&obj)
+        .into_iter()
+        .find(|(m, _, _)| m == "b")
+        .map(|(_, _, fields)| fields)
+        .unwrap();
+    assert!(
+        b.to_string().contains(r#"k:{\"name\":\"example.com/b\"}"#),
+        "{b}"
+    );
+}
