@@ -1,5 +1,6 @@
 //! The official Kubernetes Python client (`kubernetes` from the Python package index) against the fake API server,
-//! over HTTPS: dry run, the `status` and `scale` subresources, server-side apply,
+//! over HTTPS: dry run, the `status` and `scale` subresources, server-side apply, custom
+//! resource definitions and custom objects,
 //! `deletecollection`, DELETE answers, defaults, namespace deletion and access reviews, each
 //! checked by `tests/python/client_writes.py` as the client sees them.
 //!

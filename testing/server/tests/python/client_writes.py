@@ -1,5 +1,9 @@
 """The official Kubernetes Python client against kcache's fake API server.
 
+Dry run, the scale and status subresources, server-side apply, deletecollection, DELETE
+answers, defaults, custom resource definitions and custom objects, namespace deletion and
+access reviews.
+
 Run by testing/server/tests/it/fake_api_server_python.rs with the path of a kubeconfig for the
 server. Each check raises on a difference from what the client sees against kube-apiserver;
 the last line printed is "ok".
@@ -102,6 +106,42 @@ def main(kubeconfig):
         NS, {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}}
     )
     assert svc.spec.cluster_ip.startswith("10.96.") and svc.spec.ports[0].protocol == "TCP", svc
+
+    # A custom resource definition through the API serves its kind, until it is deleted.
+    ext = client.ApiextensionsV1Api()
+    ext.create_custom_resource_definition({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{
+                "name": "v1", "served": True, "storage": True,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                }},
+                "subresources": {"status": {}},
+            }],
+        },
+    })
+    crd = ext.read_custom_resource_definition("widgets.example.com")
+    assert any(c.type == "Established" and c.status == "True" for c in crd.status.conditions), crd
+    custom = client.CustomObjectsApi()
+    gear = {"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "gear"}, "spec": {"size": 3}}
+    made = custom.create_namespaced_custom_object("example.com", "v1", NS, "widgets", gear)
+    assert made["metadata"]["generation"] == 1 and made["spec"] == {"size": 3}, made
+    status = custom.patch_namespaced_custom_object_status(
+        "example.com", "v1", NS, "widgets", "gear", {"status": {"ready": True}, "spec": {"size": 9}}
+    )
+    assert status["status"] == {"ready": True} and status["spec"] == {"size": 3}, status
+    listed = custom.list_namespaced_custom_object("example.com", "v1", NS, "widgets")
+    assert [w["metadata"]["name"] for w in listed["items"]] == ["gear"], listed
+    ext.delete_custom_resource_definition("widgets.example.com")
+    expect_status(404, lambda: custom.get_namespaced_custom_object(
+        "example.com", "v1", NS, "widgets", "gear"))
 
     # Deleting the namespace deletes its contents, then the namespace.
     core.delete_namespace(NS)
