@@ -33,6 +33,12 @@ const EXAMPLES: &[(&str, &str, &str, &str)] = &[
         "// <README leader>\n",
         "// </README leader>",
     ),
+    (
+        "## A fake API server for your own tests",
+        "testing/e2e/examples/operator.rs",
+        "// <README operator>\n",
+        "// </README operator>",
+    ),
 ];
 
 /// Builds the README's "Use it" blocks against the workspace at `root`, and checks that its

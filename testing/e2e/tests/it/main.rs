@@ -14,5 +14,6 @@ mod hostile_lists;
 mod hostile_support;
 mod informer;
 mod leader;
+mod operator;
 mod own_thread;
 mod support;
