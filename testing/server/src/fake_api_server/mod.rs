@@ -108,8 +108,9 @@
 //! # Not supported, and why
 //!
 //! - Protobuf and CBOR (JSON only; other `Accept` types get 406), gzip responses; protobuf
-//!   request bodies (`kubectl create configmap`, `create secret` and the other commands that
-//!   send them are refused with 400), except an access review's, answered allowed unread.
+//!   request bodies (`kubectl create configmap`, `create deployment`, `create namespace` and
+//!   the other generated commands that send them are answered 415 `UnsupportedMediaType`,
+//!   saying so), except an access review's, answered allowed unread.
 //! - Custom resources are not validated, pruned or defaulted against their definition's schema,
 //!   their `OpenAPI` document is permissive, and each served version holds its own objects
 //!   (no conversion between versions); `additionalPrinterColumns` are not used by tables.

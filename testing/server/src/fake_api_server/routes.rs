@@ -325,6 +325,9 @@ async fn write(
         _ => {}
     }
     write_options::check(query, patch_type)?;
+    if patch_type.is_none() {
+        refuse_protobuf(&req)?;
+    }
     let user_agent = req
         .headers()
         .get(header::USER_AGENT)
@@ -444,6 +447,29 @@ async fn write(
     };
     field_validation::add_warnings(&mut response, &warnings);
     Ok(response)
+}
+
+/// 415 for a POST or PUT whose body is protobuf (`kubectl create deployment`, `create
+/// namespace`, `create configmap` and other generated commands send it): the fake server
+/// decodes JSON bodies only, and says so rather than failing to parse the bytes as JSON.
+fn refuse_protobuf(req: &Request<Incoming>) -> Result<(), ApiError> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if content_type.starts_with("application/vnd.kubernetes.protobuf") {
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            &format!(
+                "the body's media type {content_type:?} is not supported by the fake API server: \
+                 it decodes JSON bodies only (send the object as JSON, as `kubectl apply -f` and \
+                 `kubectl create -f` do)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The answer to a write of an object or of its subresource `sub`: the object, or its `Scale`.
