@@ -68,10 +68,11 @@ pub(crate) fn document(shared: &Shared, segs: &[&str], address: &str) -> Option<
     Some(Bytes::from(serde_json::to_vec(&value).unwrap_or_default()))
 }
 
-/// `/version`: a Kubernetes 1.34 of the fake server's own.
+/// `/version`: a Kubernetes 1.37 of the fake server's own, the version its vendored schemas
+/// come from.
 fn version() -> Value {
     json!({
-        "major": "1", "minor": "34", "gitVersion": "v1.34.0-kcache-fake",
+        "major": "1", "minor": "37", "gitVersion": "v1.37.0-kcache-fake",
         "gitCommit": "0000000000000000000000000000000000000000", "gitTreeState": "clean",
         "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24", "compiler": "gc",
         "platform": "linux/amd64",
