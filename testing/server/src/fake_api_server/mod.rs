@@ -208,7 +208,7 @@ use tokio_rustls::TlsAcceptor;
 pub use self::faults::{Fault, FaultKind, UndecodableEvent, Verb};
 pub use self::patch::PatchType;
 pub use self::preconditions::Preconditions;
-pub use self::served_resource::ServedResource;
+pub use self::served_resource::{ScalePaths, ServedResource};
 pub use self::state::RequestRecord;
 pub use self::tls::ClientCertificate;
 pub use self::watch::INITIAL_EVENTS_END;

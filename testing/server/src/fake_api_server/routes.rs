@@ -23,7 +23,7 @@ use super::params::{self, ListParams, Target, parse_rv, truthy};
 use super::patch::{self, PatchType};
 use super::response::{error_response, json_response};
 use super::schema;
-use super::served_resource::{ResourceId, ServedResource};
+use super::served_resource::{ResourceId, ScalePaths, ServedResource};
 use super::state::{self, Deleted, RequestRecord, Shared, wait_for_rv};
 use super::status::{self, ApiError, internal};
 use super::stored::Stored;
@@ -220,7 +220,7 @@ async fn route(
                 .get(&target.id, target.namespace.as_deref(), name)
                 .map_err(err)?;
             if target.subresource == Some(Subresource::Scale) {
-                let scale = subresource::scale_of(&obj.object);
+                let scale = subresource::scale_of(&obj.object, &target.resource.scale_paths);
                 return Ok(json_response(
                     200,
                     serde_json::to_vec(&scale).unwrap_or_default(),
@@ -380,12 +380,15 @@ async fn write(
             s.as_manager(manager, |s| {
                 s.update_with(&target.id, ns, name, |_, current| match sub {
                     Some(Subresource::Scale) => {
-                        let scale = serde_json::from_value(subresource::scale_of(current))
-                            .map_err(status::internal)?;
+                        let scale = serde_json::from_value(subresource::scale_of(
+                            current,
+                            &target.resource.scale_paths,
+                        ))
+                        .map_err(status::internal)?;
                         let scale_schema = schema::for_kind("autoscaling", "v1", "Scale");
                         let scaled = patch::patched(scale_schema, &scale, patch_type, &patch)?;
                         let scaled = serde_json::to_value(&scaled).map_err(status::internal)?;
-                        subresource::with_scale(current, &scaled)
+                        subresource::with_scale(current, &scaled, &target.resource.scale_paths)
                     }
                     Some(Subresource::Status) => {
                         let patched = patch::patched(schema, current, patch_type, &patch)?;
@@ -403,7 +406,7 @@ async fn write(
                 })
             })
         })?;
-        let mut response = written_response(200, &obj, sub);
+        let mut response = written_response(200, &obj, sub, &target.resource.scale_paths);
         field_validation::add_warnings(&mut response, &warnings);
         return Ok(response);
     }
@@ -426,11 +429,16 @@ async fn write(
                 let obj = shared.mutate_maybe_dry(dry_run, |s| {
                     s.as_manager(manager, |s| {
                         s.update_with(&target.id, ns, name, |_, current| {
-                            subresource::with_scale(current, &scale)
+                            subresource::with_scale(current, &scale, &target.resource.scale_paths)
                         })
                     })
                 })?;
-                return Ok(written_response(200, &obj, sub));
+                return Ok(written_response(
+                    200,
+                    &obj,
+                    sub,
+                    &target.resource.scale_paths,
+                ));
             }
             let obj = shared.mutate_maybe_dry(dry_run, |s| {
                 s.as_manager(manager, |s| {
@@ -442,7 +450,7 @@ async fn write(
                     })
                 })
             })?;
-            written_response(200, &obj, sub)
+            written_response(200, &obj, sub, &target.resource.scale_paths)
         }
     };
     field_validation::add_warnings(&mut response, &warnings);
@@ -477,9 +485,10 @@ fn written_response(
     code: u16,
     stored: &Stored,
     sub: Option<Subresource>,
+    paths: &ScalePaths,
 ) -> Response<ResponseBody> {
     if sub == Some(Subresource::Scale) {
-        let scale = subresource::scale_of(&stored.object);
+        let scale = subresource::scale_of(&stored.object, paths);
         return json_response(code, serde_json::to_vec(&scale).unwrap_or_default());
     }
     object_response(code, stored, None)

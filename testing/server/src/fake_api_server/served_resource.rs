@@ -43,9 +43,13 @@ pub struct ServedResource {
     /// `status`, and a create over HTTP starts without one; writes to `/status` change only
     /// `status` (and labels, annotations, finalizers and owner references, left as sent).
     pub status_subresource: bool,
-    /// Whether the kind has a `scale` subresource (`autoscaling/v1` `Scale` over
-    /// `spec.replicas`, `status.replicas` and the label selector `spec.selector`).
+    /// Whether the kind has a `scale` subresource (`autoscaling/v1` `Scale` over the fields
+    /// [`scale_paths`](Self::scale_paths) names).
     pub scale_subresource: bool,
+    /// Where a `scale` subresource reads and writes: `spec.replicas`, `status.replicas` and
+    /// the label selector `spec.selector` for the built-in kinds; a custom resource's
+    /// definition names its own.
+    pub scale_paths: ScalePaths,
     /// Whether objects carry `metadata.generation` (1 at create, bumped when anything but
     /// metadata and status changes), as workloads and custom resources do; configmaps, secrets
     /// and the like have none.
@@ -70,6 +74,7 @@ impl ServedResource {
             categories: Vec::new(),
             status_subresource: false,
             scale_subresource: false,
+            scale_paths: ScalePaths::default(),
             generation: true,
             returns_deleted_object: true,
         }
@@ -273,6 +278,13 @@ impl ServedResource {
         self
     }
 
+    /// Sets [`scale_paths`](Self::scale_paths).
+    #[must_use]
+    pub fn with_scale_paths(mut self, paths: ScalePaths) -> Self {
+        self.scale_paths = paths;
+        self
+    }
+
     /// Sets [`generation`](Self::generation).
     #[must_use]
     pub fn with_generation(mut self, generation: bool) -> Self {
@@ -312,6 +324,29 @@ impl ServedResource {
             self.api.plural.clone()
         } else {
             format!("{}.{}", self.api.plural, self.api.group)
+        }
+    }
+}
+
+/// The fields a `scale` subresource reads and writes, as dotted JSON paths from the object's
+/// root (`.spec.replicas`), as a custom resource definition's `subresources.scale` names them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ScalePaths {
+    /// The desired replicas, read and written (`.spec.replicas`).
+    pub spec_replicas: String,
+    /// The observed replicas, read (`.status.replicas`).
+    pub status_replicas: String,
+    /// The label selector, read: a `LabelSelector` object (`.spec.selector` of the built-in
+    /// kinds) or a selector string (a custom resource's `.status.selector`); none if unset.
+    pub label_selector: Option<String>,
+}
+
+impl Default for ScalePaths {
+    fn default() -> Self {
+        Self {
+            spec_replicas: ".spec.replicas".to_owned(),
+            status_replicas: ".status.replicas".to_owned(),
+            label_selector: Some(".spec.selector".to_owned()),
         }
     }
 }

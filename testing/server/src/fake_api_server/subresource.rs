@@ -5,14 +5,16 @@
 //!   keep the stored `status`, and a create over HTTP starts without one (the kind's defaults
 //!   then set what kube-apiserver sets, a pod's `Pending` phase).
 //! - `scale` (GET, PUT, PATCH on `<object>/scale`) is an `autoscaling/v1` `Scale` over the
-//!   object's `spec.replicas`, `status.replicas` and its label selector (`spec.selector`, as a
-//!   selector string); a write sets `spec.replicas` and nothing else.
+//!   fields the kind's [`ScalePaths`] name (`spec.replicas`, `status.replicas` and the label
+//!   selector `spec.selector`, as a selector string, for the built-in kinds; a custom
+//!   resource's definition names its own); a write sets the desired replicas and nothing else.
 //!
 //! Both honour the `resourceVersion` a write names, as writes to the object do.
 
 use kcache_store::DynamicObject;
 use serde_json::{Map, Value, json};
 
+use super::served_resource::ScalePaths;
 use super::status::ApiError;
 
 /// A subresource of an object.
@@ -72,17 +74,46 @@ pub(crate) fn keep_status(current: &DynamicObject, mut written: DynamicObject) -
     written
 }
 
-/// The `autoscaling/v1` `Scale` of `obj`.
-pub(crate) fn scale_of(obj: &DynamicObject) -> Value {
-    let spec = obj.data.get("spec");
-    let replicas = spec
-        .and_then(|s| s.get("replicas"))
+/// The members of dotted path `path` (`.spec.replicas`).
+fn members(path: &str) -> impl Iterator<Item = &str> {
+    path.split('.').filter(|m| !m.is_empty())
+}
+
+/// The value at dotted path `path` of `obj`'s data.
+fn at<'a>(obj: &'a DynamicObject, path: &str) -> Option<&'a Value> {
+    let mut members = members(path);
+    let first = obj.data.get(members.next()?)?;
+    members.try_fold(first, |value, member| value.get(member))
+}
+
+/// Sets the value at dotted path `path` of `obj`'s data, making the objects on the way.
+fn set_at(obj: &mut DynamicObject, path: &str, value: Value) {
+    let names: Vec<&str> = members(path).collect();
+    let Some((last, parents)) = names.split_last() else {
+        return;
+    };
+    let mut map = &mut obj.data;
+    for name in parents {
+        let slot = map
+            .entry(*name)
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !slot.is_object() {
+            *slot = Value::Object(Map::new());
+        }
+        let Value::Object(next) = slot else {
+            return;
+        };
+        map = next;
+    }
+    map.insert((*last).to_owned(), value);
+}
+
+/// The `autoscaling/v1` `Scale` of `obj`, read at `paths`.
+pub(crate) fn scale_of(obj: &DynamicObject, paths: &ScalePaths) -> Value {
+    let replicas = at(obj, &paths.spec_replicas)
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let status_replicas = obj
-        .data
-        .get("status")
-        .and_then(|s| s.get("replicas"))
+    let status_replicas = at(obj, &paths.status_replicas)
         .and_then(Value::as_i64)
         .unwrap_or(0);
     let mut metadata = Map::new();
@@ -99,8 +130,14 @@ pub(crate) fn scale_of(obj: &DynamicObject) -> Value {
         }
     }
     let mut status = json!({"replicas": status_replicas});
-    if let Some(selector) = spec.and_then(|s| s.get("selector")) {
-        status["selector"] = json!(selector_string(selector));
+    match paths
+        .label_selector
+        .as_deref()
+        .and_then(|path| at(obj, path))
+    {
+        Some(Value::String(selector)) => status["selector"] = json!(selector),
+        Some(selector @ Value::Object(_)) => status["selector"] = json!(selector_string(selector)),
+        _ => {}
     }
     json!({
         "kind": "Scale",
@@ -111,8 +148,8 @@ pub(crate) fn scale_of(obj: &DynamicObject) -> Value {
     })
 }
 
-/// `current` with the replicas of `scale` (a `Scale` object) and the resource version it
-/// names, if any.
+/// `current` with the replicas of `scale` (a `Scale` object) at `paths`, and the resource
+/// version it names, if any.
 ///
 /// # Errors
 ///
@@ -120,6 +157,7 @@ pub(crate) fn scale_of(obj: &DynamicObject) -> Value {
 pub(crate) fn with_scale(
     current: &DynamicObject,
     scale: &Value,
+    paths: &ScalePaths,
 ) -> Result<DynamicObject, ApiError> {
     let replicas = match scale.get("spec").and_then(|s| s.get("replicas")) {
         None | Some(Value::Null) => 0,
@@ -141,12 +179,7 @@ pub(crate) fn with_scale(
         ));
     }
     let mut obj = current.clone();
-    if let Some(spec) = obj.data.get_mut("spec").and_then(Value::as_object_mut) {
-        spec.insert("replicas".into(), json!(replicas));
-    } else {
-        obj.data
-            .insert("spec".into(), json!({"replicas": replicas}));
-    }
+    set_at(&mut obj, &paths.spec_replicas, json!(replicas));
     if let Some(rv) = scale
         .get("metadata")
         .and_then(|m| m.get("resourceVersion"))
@@ -206,7 +239,7 @@ mod tests {
 
     #[test]
     fn the_scale_of_a_deployment_reads_its_replicas_and_selector() {
-        let scale = scale_of(&deployment());
+        let scale = scale_of(&deployment(), &ScalePaths::default());
         assert_eq!(scale["spec"]["replicas"], 2);
         assert_eq!(scale["status"]["replicas"], 1);
         assert_eq!(scale["status"]["selector"], "app=web,tier in (a,b)");
@@ -215,14 +248,36 @@ mod tests {
 
     #[test]
     fn a_scale_write_changes_only_the_replicas() {
-        let scaled = with_scale(&deployment(), &json!({"spec": {"replicas": 5}})).unwrap();
+        let paths = ScalePaths::default();
+        let scaled = with_scale(&deployment(), &json!({"spec": {"replicas": 5}}), &paths).unwrap();
         assert_eq!(scaled.data["spec"]["replicas"], 5);
         assert_eq!(
             scaled.data["spec"]["selector"],
             deployment().data["spec"]["selector"]
         );
-        let negative = with_scale(&deployment(), &json!({"spec": {"replicas": -1}})).unwrap_err();
+        let negative =
+            with_scale(&deployment(), &json!({"spec": {"replicas": -1}}), &paths).unwrap_err();
         assert_eq!(negative.code, 422);
+    }
+
+    #[test]
+    fn a_custom_resources_scale_follows_its_definitions_paths() {
+        let paths = ScalePaths {
+            spec_replicas: ".spec.workers".to_owned(),
+            status_replicas: ".status.workers".to_owned(),
+            label_selector: Some(".status.selector".to_owned()),
+        };
+        let widget: DynamicObject = serde_json::from_value(json!({
+            "metadata": {"name": "w"},
+            "spec": {"workers": 3},
+            "status": {"workers": 2, "selector": "app=w"},
+        }))
+        .unwrap();
+        let scale = scale_of(&widget, &paths);
+        assert_eq!(scale["spec"]["replicas"], 3);
+        assert_eq!(scale["status"], json!({"replicas": 2, "selector": "app=w"}));
+        let scaled = with_scale(&widget, &json!({"spec": {"replicas": 7}}), &paths).unwrap();
+        assert_eq!(scaled.data["spec"], json!({"workers": 7}));
     }
 
     #[test]

@@ -709,3 +709,50 @@ async fn a_custom_resource_definition_serves_its_kind_until_deleted() {
     assert_eq!(events(&mut watch, 1).await, [pair("DELETED", "w")]);
     assert_eq!(client.get(widgets).await.status, StatusCode::NOT_FOUND);
 }
+
+/// A custom resource's `scale` subresource reads and writes the paths its definition names.
+#[tokio::test]
+async fn a_custom_resources_scale_uses_its_definitions_paths() {
+    let (_server, client) = start().await;
+    let mut crd = widget_definition();
+    crd["spec"]["versions"][0]["subresources"]["scale"] = json!({
+        "specReplicasPath": ".spec.workers",
+        "statusReplicasPath": ".status.workers",
+        "labelSelectorPath": ".status.selector",
+    });
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    ok(
+        &client.request(Method::POST, crds, Some(crd)).await,
+        StatusCode::CREATED,
+    );
+    let widgets = "/apis/example.com/v1/namespaces/ns/widgets";
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"workers": 2}});
+    ok(
+        &client.request(Method::POST, widgets, Some(widget)).await,
+        StatusCode::CREATED,
+    );
+    let status = json!({"status": {"workers": 1, "selector": "app=w"}});
+    ok(
+        &client
+            .patch(&format!("{widgets}/w/status"), MERGE, &status)
+            .await,
+        StatusCode::OK,
+    );
+    let scale = ok(
+        &client.get(&format!("{widgets}/w/scale")).await,
+        StatusCode::OK,
+    );
+    assert_eq!(scale["spec"]["replicas"], 2);
+    assert_eq!(scale["status"], json!({"replicas": 1, "selector": "app=w"}));
+    let scaled = client
+        .patch(
+            &format!("{widgets}/w/scale"),
+            MERGE,
+            &json!({"spec": {"replicas": 4}}),
+        )
+        .await;
+    assert_eq!(ok(&scaled, StatusCode::OK)["spec"]["replicas"], 4);
+    let w = ok(&client.get(&format!("{widgets}/w")).await, StatusCode::OK);
+    assert_eq!(w["spec"]["workers"], 4);
+}

@@ -13,7 +13,7 @@ use kcache_store::{ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
 use super::{EventType, State};
-use crate::fake_api_server::served_resource::{ResourceId, ServedResource};
+use crate::fake_api_server::served_resource::{ResourceId, ScalePaths, ServedResource};
 use crate::fake_api_server::status::ApiError;
 use crate::fake_api_server::util::now_secs;
 
@@ -107,6 +107,13 @@ pub(crate) fn served_of(crd: &DynamicObject) -> Result<Vec<ServedResource>, ApiE
         .with_crd_style(true)
         .with_status_subresource(version["subresources"].get("status").is_some())
         .with_scale_subresource(version["subresources"].get("scale").is_some());
+        if let Some(scale) = version["subresources"].get("scale") {
+            resource.scale_paths = ScalePaths {
+                spec_replicas: text(&scale["specReplicasPath"]),
+                status_replicas: text(&scale["statusReplicasPath"]),
+                label_selector: scale["labelSelectorPath"].as_str().map(str::to_owned),
+            };
+        }
         resource.short_names = strings(&names["shortNames"]);
         resource.categories = strings(&names["categories"]);
         served.push(resource);
