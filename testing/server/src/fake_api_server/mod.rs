@@ -150,6 +150,8 @@ mod access;
 mod apply;
 mod body;
 mod columns;
+mod crd_columns;
+mod crd_schema;
 mod defaults;
 mod delete_options;
 mod discovery;

@@ -5,6 +5,7 @@
 mod fake_api_server;
 mod fake_api_server_backlog;
 mod fake_api_server_client;
+mod fake_api_server_crd_schema;
 mod fake_api_server_faults;
 mod fake_api_server_kubectl;
 mod fake_api_server_kubectl_lifecycle;
