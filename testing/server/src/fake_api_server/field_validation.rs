@@ -19,7 +19,12 @@
 //! object in name order (kube-apiserver lists them in the body's order). Apply patches are not
 //! checked here (server-side apply reports unknown fields its own way).
 //!
-//! Kinds without a schema (custom resources registered in Rust) are not checked. Only HTTP
+//! Custom resources served from a definition with a schema have their unknown fields found by
+//! pruning ([`crd_schema`](super::crd_schema)), `metadata`'s first: refused with `Strict`
+//! (`Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field
+//! "spec.foo"`), else warned of (`Warn`) or not (`Ignore`) and pruned from what is stored;
+//! their wrong types are their schema validation's (422). Kinds without a schema (custom
+//! resources registered in Rust) are not checked. Only HTTP
 //! writes with a body pay for this: the handle's writes, lists, watches and GETs never do.
 
 use std::collections::HashSet;
@@ -31,6 +36,7 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Number, Value};
 
 use super::body::ResponseBody;
+use super::crd_schema;
 use super::patch::{self, PatchType};
 use super::schema::{self, KindSchema, Node};
 use super::served_resource::ServedResource;
@@ -71,9 +77,10 @@ pub(crate) fn check_object(
     body: &[u8],
     level: Level,
 ) -> Result<Vec<String>, ApiError> {
-    let Some(schema) = schema::for_resource(resource) else {
+    let built_in = schema::for_resource(resource);
+    if built_in.is_none() && resource.definition.is_none() {
         return Ok(Vec::new());
-    };
+    }
     // A body that is not JSON is left to the caller's own decoding error.
     let Ok((value, mut problems)) = parse_checked(body) else {
         return Ok(Vec::new());
@@ -84,6 +91,14 @@ pub(crate) fn check_object(
             kind = resource.kind,
             version = resource.api.version,
         ))
+    };
+    let Some(schema) = built_in else {
+        // A custom resource: the fields its schema prunes (wrong types are its validation's).
+        let Some(unknown) = crd_schema::unknown_fields(resource, &value) else {
+            return Ok(Vec::new());
+        };
+        problems.extend(unknown);
+        return finish(level, problems, |joined| cannot_handle(&joined));
     };
     let walk = Walk::new(schema, &value);
     if let Some(wrong) = walk.wrong_type {
@@ -106,16 +121,14 @@ pub(crate) fn check_patch(
     (patch_type, body, patch): (PatchType, &[u8], &Value),
     level: Level,
 ) -> Result<Vec<String>, ApiError> {
-    let Some(schema) = schema::for_resource(resource) else {
-        return Ok(Vec::new());
-    };
-    if patch_type == PatchType::Apply {
+    let built_in = schema::for_resource(resource);
+    if patch_type == PatchType::Apply || (built_in.is_none() && resource.definition.is_none()) {
         return Ok(Vec::new());
     }
     let Ok(current) = shared.lock().get(&resource.id(), namespace, name) else {
         return Ok(Vec::new());
     };
-    let Ok(patched) = patch::patched(Some(schema), &current.object, patch_type, patch) else {
+    let Ok(patched) = patch::patched(built_in, &current.object, patch_type, patch) else {
         return Ok(Vec::new());
     };
     let Ok(patched) = serde_json::to_value(&patched) else {
@@ -135,11 +148,18 @@ pub(crate) fn check_patch(
         PatchType::StrategicMerge => go_format(patch),
         _ => patched.to_string(),
     };
-    let walk = Walk::new(schema, &patched);
-    if let Some(wrong) = walk.wrong_type {
-        return Err(invalid_patch(&shown(), &wrong));
+    if let Some(schema) = built_in {
+        let walk = Walk::new(schema, &patched);
+        if let Some(wrong) = walk.wrong_type {
+            return Err(invalid_patch(&shown(), &wrong));
+        }
+        problems.extend(walk.unknown);
+    } else {
+        let Some(unknown) = crd_schema::unknown_fields(resource, &patched) else {
+            return Ok(Vec::new());
+        };
+        problems.extend(unknown);
     }
-    problems.extend(walk.unknown);
     finish(level, problems, |joined| invalid_patch(&shown(), &joined))
 }
 

@@ -37,9 +37,10 @@
 //!   ([`ServedResource::returns_deleted_object`]). `dryRun=All`, in the query or in a DELETE's
 //!   `DeleteOptions` body, makes any write a dry run: checked, defaulted and answered, nothing
 //!   stored, no event. `fieldValidation` (`Strict`, `Warn` by default, `Ignore`) is enforced
-//!   on HTTP writes of built-in kinds: unknown and duplicate fields at any depth are refused
-//!   with kube-apiserver's `strict decoding error: unknown field "spec.foo"`, or written with
-//!   one `Warning: 299` header each; wrong types are refused whatever the level.
+//!   on HTTP writes of built-in kinds and of custom resources with a schema: unknown and
+//!   duplicate fields at any depth are refused with kube-apiserver's `strict decoding error:
+//!   unknown field "spec.foo"`, or written (a custom resource's pruned) with one `Warning: 299`
+//!   header each; wrong types are refused whatever the level.
 //!   kube-apiserver's size limits
 //!   hold: a body is at most 3 MiB, a JSON patch at most 10,000 operations copying at most
 //!   3 MiB, a patched object at most 3 MiB of JSON (413 otherwise, 422 for the copies).
@@ -84,12 +85,26 @@
 //!   needs pip and python3). They drive the `OpenAPI` documents, field validation and strategic
 //!   merge patch; kinds without one (custom resources registered in Rust) get a permissive
 //!   schema and none of these checks.
+//! - **Custom resources through the API**: a `CustomResourceDefinition` written to the server
+//!   serves its versions until deleted, and each version's structural schema is used as
+//!   kube-apiserver's `apiextensions` server uses it (see `crd_schema`): on every HTTP write
+//!   (create, update, patch, apply, `/status`) fields the schema does not declare are pruned
+//!   (`metadata` keeps `ObjectMeta`'s), non-nullable `null`s dropped, `default`s applied where
+//!   their parent exists, and `type`, `nullable`, `required`, `enum`, `minimum`/`maximum`,
+//!   `minLength`/`maxLength` and `minItems`/`maxItems` checked: 422 `Widget.example.com "w" is
+//!   invalid: spec.size: Invalid value: "string": spec.size in body must be of type integer:
+//!   "string"` (several joined as `[a, b]`). Its `OpenAPI` document carries the schema
+//!   (`kubectl explain widgets.spec`), and its Tables `Name` then the
+//!   `additionalPrinterColumns` (`-o wide` ones with a priority), or `Name` and `Age` without
+//!   any. The Rust handle's writes store what they are given.
 //! - **Discovery**: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>`;
 //!   `OpenAPI` v3 (`/openapi/v3` and one document per group-version, generated from the
 //!   registered kinds: the real schemas of built-in kinds, so that `kubectl explain` prints
-//!   their fields, and permissive ones for the others) so that kubectl's `create -f`, `apply -f`
-//!   and `apply --server-side` work with their default validation; and `meta.k8s.io/v1` Tables for `Accept:
-//!   ...;as=Table` with each built-in kind's `kubectl get` columns, `-o wide` ones included.
+//!   their fields, a definition's schema for its custom resources, and permissive ones for the
+//!   others) so that kubectl's `create -f`, `apply -f` and `apply --server-side` work with their
+//!   default validation; and `meta.k8s.io/v1` Tables for `Accept: ...;as=Table` with each
+//!   built-in kind's `kubectl get` columns, `-o wide` ones included, and a custom resource's
+//!   printer columns.
 //! - **Transport**: HTTP/1.1 and HTTP/2 (ALPN `h2`/`http/1.1` over TLS; h2 prior knowledge on
 //!   plain TCP), a self-signed CA generated at start ([`FakeApiServer::ca_pem`]), optionally
 //!   required client certificates signed by it ([`FakeApiServerBuilder::client_auth`],
@@ -111,20 +126,24 @@
 //!   request bodies (`kubectl create configmap`, `create deployment`, `create namespace` and
 //!   the other generated commands that send them are answered 415 `UnsupportedMediaType`,
 //!   saying so), except an access review's, answered allowed unread.
-//! - Custom resources are not validated, pruned or defaulted against their definition's schema,
-//!   their `OpenAPI` document is permissive, and each served version holds its own objects
-//!   (no conversion between versions); `additionalPrinterColumns` are not used by tables.
+//! - Custom resources: each served version holds its own objects (no conversion between
+//!   versions, no conversion webhooks); their schemas' `pattern` (no regular expression engine
+//!   among the dependencies), `format`, `uniqueItems`, `multipleOf`, `min/maxProperties`,
+//!   `oneOf`/`anyOf`/`allOf`/`not` and `x-kubernetes-validations` (CEL) are not checked, and a
+//!   definition's own schema is not validated (structural or not); printer columns take simple
+//!   `JSONPath`s only (fields, indices, `[?(@.f=="v")]` filters). Apply patches of custom
+//!   resources are pruned without a warning.
 //! - Server-side apply's applied objects are not checked for unknown fields.
 //! - Authentication and authorization (any token is accepted, and with
 //!   [`client_auth`](FakeApiServerBuilder::client_auth) any certificate of the server's CA, whatever
 //!   its common name): no 401/403 flows beyond injecting them with [`Fault::status`].
 //! - A controllable clock: timers use tokio time (tests may pause it); history retention is by
 //!   count, not age.
-//! - Graceful deletion periods (objects go at once), validation beyond field names and types
-//!   (required fields, formats, enums, kube-apiserver's per-kind rules), the merge keys of
-//!   lists outside the built-in table, client-side apply's annotation taken over by a
-//!   server-side apply and the cap of ten `Update` managers; `/openapi/v2` (kubectl asks for
-//!   it only when v3 is missing).
+//! - Graceful deletion periods (objects go at once); validation of built-in kinds beyond field
+//!   names and types (required fields, formats, enums, kube-apiserver's per-kind rules);
+//!   client-side apply's annotation taken over by a server-side apply and the cap of ten
+//!   `Update` managers; `/openapi/v2` (kubectl asks for it only when v3 is missing); the `log`,
+//!   `exec`, `attach`, `portforward`, `proxy`, `eviction` and `binding` subresources of pods.
 //! - The listener going down for a while (connection refused), h2 GOAWAY on demand,
 //!   byte-level throttling and arbitrary chunk splitting, multi-member gzip.
 //!
@@ -151,6 +170,8 @@ mod access;
 mod apply;
 mod body;
 mod columns;
+mod crd_columns;
+mod crd_schema;
 mod defaults;
 mod delete_options;
 mod discovery;

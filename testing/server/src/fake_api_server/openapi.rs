@@ -13,6 +13,11 @@
 //! strategic merge one included, as kube-apiserver lists them; kubectl then computes `apply`'s
 //! strategic merge patches from these schemas.
 //!
+//! Custom resources served from a definition with a schema carry that schema (see
+//! [`crd_schema`](super::crd_schema)), with `apiVersion`, `kind` and `metadata` described and
+//! tagged with their group-version-kind, as kube-apiserver publishes it, so that `kubectl
+//! explain widgets.spec` prints its fields and descriptions.
+//!
 //! Other kinds (custom resources registered in Rust) get a permissive schema: an object with
 //! `apiVersion`, `kind`, `metadata` and `x-kubernetes-preserve-unknown-fields`, tagged with its
 //! group-version-kind, so that nothing a test writes is refused; their PATCH operations list
@@ -143,7 +148,10 @@ fn describe(
         (kind.name.to_owned(), list.to_owned())
     } else {
         let name = schema_name(r);
-        permissive(r, &name, &gvk, schemas);
+        match r.definition.as_ref().and_then(|d| d.schema.as_ref()) {
+            Some(schema) => structural(r, &name, schema, &gvk, schemas),
+            None => permissive(r, &name, &gvk, schemas),
+        }
         (name.clone(), format!("{name}List"))
     };
     let ops = Operations {
@@ -238,6 +246,65 @@ fn permissive(r: &ServedResource, name: &str, gvk: &Value, schemas: &mut BTreeMa
             "x-kubernetes-group-version-kind": [list_gvk],
         }),
     );
+}
+
+/// Adds the schemas of custom resource `r` (named `name`) served from a definition with
+/// structural schema `schema`, and of its list: the schema as the definition gives it, with
+/// `apiVersion`, `kind` and `metadata` (`ObjectMeta`) described and the group-version-kind
+/// tag, as kube-apiserver publishes a definition's schema.
+fn structural(
+    r: &ServedResource,
+    name: &str,
+    schema: &Value,
+    gvk: &Value,
+    schemas: &mut BTreeMap<String, Value>,
+) {
+    const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+    const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
+    let api_version = json!({"type": "string", "description": "APIVersion defines the versioned \
+        schema of this representation of an object. Servers should convert recognized schemas to \
+        the latest internal value, and may reject unrecognized values. More info: \
+        https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"});
+    let kind = json!({"type": "string", "description": "Kind is a string value representing the \
+        REST resource this object represents. Servers may infer this from the endpoint the client \
+        submits requests to. Cannot be updated. In CamelCase. More info: \
+        https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"});
+    let mut published = schema.clone();
+    if let Some(object) = published.as_object_mut() {
+        object.entry("type").or_insert_with(|| json!("object"));
+        let properties = object.entry("properties").or_insert_with(|| json!({}));
+        if let Some(properties) = properties.as_object_mut() {
+            properties.insert("apiVersion".into(), api_version.clone());
+            properties.insert("kind".into(), kind.clone());
+            properties.insert(
+                "metadata".into(),
+                json!({"allOf": [{"$ref": schema_ref(OBJECT_META)}], "default": {},
+                    "description": "Standard object's metadata. More info: \
+                    https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"}),
+            );
+        }
+        object.insert("x-kubernetes-group-version-kind".into(), json!([gvk]));
+    }
+    schemas.insert(name.to_owned(), published);
+    let list_gvk = json!({"group": r.api.group, "version": r.api.version,
+        "kind": format!("{}List", r.kind)});
+    schemas.insert(
+        format!("{name}List"),
+        json!({
+            "description": format!("{}List is a list of {}", r.kind, r.kind),
+            "type": "object",
+            "required": ["items"],
+            "properties": {
+                "apiVersion": api_version,
+                "kind": kind,
+                "metadata": {"allOf": [{"$ref": schema_ref(LIST_META)}], "default": {}},
+                "items": {"type": "array", "items": {"$ref": schema_ref(name)}},
+            },
+            "x-kubernetes-group-version-kind": [list_gvk],
+        }),
+    );
+    add_definition(OBJECT_META, schemas);
+    add_definition(LIST_META, schemas);
 }
 
 /// `io.k8s.api.core.v1.Pod`, `io.k8s.api.apps.v1.Deployment`,

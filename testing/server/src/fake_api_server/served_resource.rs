@@ -2,7 +2,11 @@
 //! version, plural, scope, and so its paths) plus what only a server needs (kind, list style,
 //! field selectors, short names).
 
+use std::sync::Arc;
+
 use kcache_store::ApiResource;
+
+use super::crd_schema::CrdVersion;
 
 /// A resource type served by the [`FakeApiServer`](super::FakeApiServer).
 ///
@@ -58,6 +62,11 @@ pub struct ServedResource {
     /// namespaces, service accounts and custom resources) rather than a `Status` of kind
     /// `Success` (configmaps, secrets, deployments, ...).
     pub returns_deleted_object: bool,
+    /// For a custom resource served from a `CustomResourceDefinition` written to the server:
+    /// what its version says of its objects (structural schema, printer columns; see
+    /// [`crd_schema`](super::crd_schema)). `None` for every other kind, which so pays nothing
+    /// for it.
+    pub(crate) definition: Option<Arc<CrdVersion>>,
 }
 
 impl ServedResource {
@@ -77,6 +86,7 @@ impl ServedResource {
             scale_paths: ScalePaths::default(),
             generation: true,
             returns_deleted_object: true,
+            definition: None,
         }
     }
 
@@ -296,6 +306,13 @@ impl ServedResource {
     #[must_use]
     pub fn with_returns_deleted_object(mut self, returns: bool) -> Self {
         self.returns_deleted_object = returns;
+        self
+    }
+
+    /// Sets [`definition`](Self::definition).
+    #[must_use]
+    pub(crate) fn with_definition(mut self, definition: Option<CrdVersion>) -> Self {
+        self.definition = definition.map(Arc::new);
         self
     }
 

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use self::lifecycle::Ownership;
 pub(crate) use self::lifecycle::{Deleted, Propagation};
 use super::apply;
+use super::crd_schema;
 use super::defaults;
 use super::faults::{Fault, FaultKind, RequestShape, UndecodableEvent, Verb};
 use super::field_manager::{FieldManager, Operation};
@@ -501,6 +502,7 @@ impl State {
                 obj.data.remove("status");
             }
             defaults::apply(&resource, &mut obj, true, &mut || self.allocate_ip());
+            crd_schema::admit(&resource, &name, &mut obj)?;
         }
         if *id == *NAMESPACES {
             default_namespace(&mut obj);
@@ -696,6 +698,7 @@ impl State {
             }
             let resource = self.resource(id)?.resource.clone();
             defaults::apply(&resource, &mut obj, false, &mut || self.allocate_ip());
+            crd_schema::admit(&resource, name, &mut obj)?;
         }
         if obj.metadata.name.as_deref().is_some_and(|n| n != name) {
             return Err(name_mismatch(obj.metadata.name.as_deref(), name));

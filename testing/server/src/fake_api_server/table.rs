@@ -1,12 +1,14 @@
 //! A `meta.k8s.io/v1` Table, for clients (kubectl) that ask for server-side printing: the
 //! columns of the resource's kind ([`columns`](super::columns)), wide ones included with
 //! priority 1 (kubectl shows them with `-o wide`); each row's object is
-//! `PartialObjectMetadata`.
+//! `PartialObjectMetadata`. A custom resource whose definition has printer columns gets `Name`
+//! and those ([`crd_columns`](super::crd_columns)).
 
 use kcache_store::DynamicObject;
 use serde_json::{Value, json};
 
 use super::columns::{Column, columns};
+use super::crd_columns::PrinterColumn;
 use super::served_resource::ServedResource;
 use super::util::now_secs;
 
@@ -14,6 +16,8 @@ use super::util::now_secs;
 /// for every event of a table watch.
 pub(crate) struct Printer {
     columns: Vec<Column>,
+    /// A custom resource's printer columns, after `columns` (`Name` only, then).
+    custom: Vec<PrinterColumn>,
     /// The `columnDefinitions` of every Table.
     definitions: Value,
 }
@@ -21,10 +25,23 @@ pub(crate) struct Printer {
 impl Printer {
     /// The printer of `resource`'s kind.
     pub(crate) fn new(resource: &ServedResource) -> Self {
-        let columns = columns(resource);
-        let definitions = columns.iter().map(Column::definition).collect();
+        let mut columns = columns(resource);
+        let custom = resource
+            .definition
+            .as_ref()
+            .map(|d| d.columns.clone())
+            .unwrap_or_default();
+        if !custom.is_empty() {
+            columns.retain(|c| c.name == "Name");
+        }
+        let definitions = columns
+            .iter()
+            .map(Column::definition)
+            .chain(custom.iter().map(PrinterColumn::definition))
+            .collect();
         Self {
             columns,
+            custom,
             definitions: Value::Array(definitions),
         }
     }
@@ -35,7 +52,11 @@ impl Printer {
         let rows: Vec<Value> = items
             .iter()
             .map(|o| {
-                let cells: Vec<Value> = self.columns.iter().map(|c| (c.cell)(o, now)).collect();
+                let mut cells: Vec<Value> = self.columns.iter().map(|c| (c.cell)(o, now)).collect();
+                if !self.custom.is_empty() {
+                    let value = serde_json::to_value(o).unwrap_or_default();
+                    cells.extend(self.custom.iter().map(|c| c.cell(&value, now)));
+                }
                 json!({
                     "cells": cells,
                     "object": {

@@ -5,8 +5,10 @@
 mod fake_api_server;
 mod fake_api_server_backlog;
 mod fake_api_server_client;
+mod fake_api_server_crd_schema;
 mod fake_api_server_faults;
 mod fake_api_server_kubectl;
+mod fake_api_server_kubectl_crd_schema;
 mod fake_api_server_kubectl_lifecycle;
 mod fake_api_server_kubectl_schemas;
 mod fake_api_server_kubectl_writes;

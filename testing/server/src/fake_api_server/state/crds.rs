@@ -6,13 +6,19 @@
 //! changing it serves the versions it names now; deleting it deletes its objects (each with its
 //! DELETED event) and stops serving them.
 //!
-//! The definition's schema is not used: objects are not validated, pruned or defaulted against
-//! it.
+//! Each served version keeps its structural schema and printer columns
+//! ([`CrdVersion`](crate::fake_api_server::crd_schema::CrdVersion)): HTTP writes of its objects
+//! are pruned, defaulted and validated against the schema (see
+//! [`crd_schema`](crate::fake_api_server::crd_schema)), field validation reports the fields it
+//! prunes, its `OpenAPI` document carries the schema and its Tables the printer columns.
+//! Changing the definition's schema or columns serves the new ones at once (and drops the
+//! cached `OpenAPI` documents). Versions are not converted: each holds its own objects.
 
 use kcache_store::{ApiResource, DynamicObject};
 use serde_json::{Value, json};
 
 use super::{EventType, State};
+use crate::fake_api_server::crd_schema::CrdVersion;
 use crate::fake_api_server::served_resource::{ResourceId, ScalePaths, ServedResource};
 use crate::fake_api_server::status::ApiError;
 use crate::fake_api_server::util::now_secs;
@@ -106,7 +112,8 @@ pub(crate) fn served_of(crd: &DynamicObject) -> Result<Vec<ServedResource>, ApiE
         )
         .with_crd_style(true)
         .with_status_subresource(version["subresources"].get("status").is_some())
-        .with_scale_subresource(version["subresources"].get("scale").is_some());
+        .with_scale_subresource(version["subresources"].get("scale").is_some())
+        .with_definition(CrdVersion::of(version));
         if let Some(scale) = version["subresources"].get("scale") {
             resource.scale_paths = ScalePaths {
                 spec_replicas: text(&scale["specReplicasPath"]),
