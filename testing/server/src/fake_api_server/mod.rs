@@ -59,8 +59,9 @@
 //!   namespaces, nodes, deployments, replica sets) and `scale` (deployments, replica sets);
 //!   `deletecollection` with label and field selectors; defaults for pods, services, secrets,
 //!   deployments and replica sets on HTTP writes. The collector and namespace controller act
-//!   within the DELETE itself, not a moment later as on a cluster, and an object whose owner
-//!   never existed here is left alone. Objects written through the Rust handle are stored as
+//!   within the DELETE itself, not a moment later as on a cluster; an object written with
+//!   owners that were all removed (a controller's late write) is collected right after the
+//!   write, and one whose owners never existed here is left alone. Objects written through the Rust handle are stored as
 //!   given (status included, no defaults), as a test seeds a cluster's state.
 //! - **Operator endpoints**: `/healthz`, `/livez` and `/readyz` (with their checks and
 //!   `?verbose`), `SelfSubjectAccessReview` and `SelfSubjectRulesReview` answering allowed,

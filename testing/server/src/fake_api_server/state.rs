@@ -620,6 +620,10 @@ impl State {
             old.as_ref().map(|o| &*o.object),
         );
         let old_definition = if definition { old.clone() } else { None };
+        // Written with owners already gone: the collector deletes it, once the write is done.
+        let orphaned = (kind != EventType::Deleted
+            && self.ownership.owners_all_removed(&obj.object))
+        .then(|| key.clone());
         self.record(id, kind, key, obj.clone(), old);
         if definition {
             if kind == EventType::Deleted {
@@ -633,6 +637,8 @@ impl State {
         }
         if kind == EventType::Deleted {
             self.after_removal(id, &obj.object)?;
+        } else if let Some(key) = orphaned {
+            self.delete_stored(id, &key, Propagation::Background)?;
         }
         Ok(obj)
     }

@@ -756,3 +756,45 @@ async fn a_custom_resources_scale_uses_its_definitions_paths() {
     let w = ok(&client.get(&format!("{widgets}/w")).await, StatusCode::OK);
     assert_eq!(w["spec"]["workers"], 4);
 }
+
+/// A write owned only by objects already removed (a controller's late write racing its owner's
+/// deletion) is collected right after it; one owned by an object that never existed here stays.
+#[tokio::test]
+async fn a_late_write_owned_by_a_removed_owner_is_collected() {
+    let (server, client) = start().await;
+    let d = ok(
+        &client
+            .request(Method::POST, DEPLOYMENTS, Some(deployment("gone")))
+            .await,
+        StatusCode::CREATED,
+    );
+    let uid = d["metadata"]["uid"].as_str().unwrap().to_owned();
+    ok(
+        &client
+            .request(Method::DELETE, &format!("{DEPLOYMENTS}/gone"), None)
+            .await,
+        StatusCode::OK,
+    );
+    let rv = server.resource_version();
+    let mut watch = client
+        .watch(&format!("{PODS}?watch=1&resourceVersion={rv}"))
+        .await;
+    ok(
+        &client
+            .request(Method::POST, PODS, Some(owned("Deployment", "late", &uid)))
+            .await,
+        StatusCode::CREATED,
+    );
+    assert_eq!(
+        events(&mut watch, 2).await,
+        [pair("ADDED", "late"), pair("DELETED", "late")]
+    );
+    let never = "00000000-0000-0000-0000-000000000000";
+    ok(
+        &client
+            .request(Method::POST, PODS, Some(owned("ReplicaSet", "kept", never)))
+            .await,
+        StatusCode::CREATED,
+    );
+    ok(&client.get(&format!("{PODS}/kept")).await, StatusCode::OK);
+}

@@ -17,10 +17,14 @@
 //!   object in it is deleted, and it goes once it is empty (objects held by finalizers hold it);
 //!   nothing can be created in it meanwhile (403).
 //!
-//! Dependents are found when their owner goes: an object whose owner never existed here is left
-//! alone (a cluster's collector would delete it once it checked).
+//! Dependents are found when their owner goes, and an object written with owners that all went
+//! already (a controller's late write racing its owner's deletion) is deleted right after the
+//! write, as the collector would. An object whose owners never existed here is left alone (a
+//! cluster's collector would delete it once it checked): tests write objects owned by objects
+//! they do not create. The uids of removed objects are remembered for that up to
+//! [`REMEMBERED_REMOVALS`].
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use kcache_store::DynamicObject;
@@ -32,6 +36,10 @@ use crate::fake_api_server::served_resource::ResourceId;
 use crate::fake_api_server::status::ApiError;
 use crate::fake_api_server::stored::Stored;
 use crate::fake_api_server::util::now_secs;
+
+/// How many uids of removed objects are remembered to recognise a write owned only by removed
+/// objects (the oldest forgotten first): bounded, as every server input must be.
+pub(crate) const REMEMBERED_REMOVALS: usize = 100_000;
 
 /// The finalizer that holds an owner deleted in the foreground until its dependents are gone.
 pub(crate) const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
@@ -70,6 +78,10 @@ pub(crate) struct Ownership {
     live: HashMap<String, Place>,
     /// The objects whose `ownerReferences` name a uid, by that uid.
     dependents: HashMap<String, BTreeSet<Place>>,
+    /// The uids of the latest removed objects, oldest first, at most [`REMEMBERED_REMOVALS`].
+    removed: VecDeque<String>,
+    /// The same uids, to look up.
+    removed_set: HashSet<String>,
 }
 
 impl Ownership {
@@ -87,6 +99,7 @@ impl Ownership {
         if let Some(uid) = obj.metadata.uid.as_deref() {
             if kind == EventType::Deleted {
                 self.live.remove(uid);
+                self.remember_removal(uid);
             } else if kind == EventType::Added {
                 self.live.insert(uid.to_owned(), place());
             }
@@ -111,6 +124,27 @@ impl Ownership {
         for uid in after.into_iter().filter(|u| !before.contains(u)) {
             self.dependents.entry(uid).or_default().insert(place());
         }
+    }
+
+    /// Remembers that the object of `uid` was removed, forgetting the oldest past the bound.
+    fn remember_removal(&mut self, uid: &str) {
+        if self.removed_set.insert(uid.to_owned()) {
+            self.removed.push_back(uid.to_owned());
+        }
+        while self.removed.len() > REMEMBERED_REMOVALS {
+            if let Some(old) = self.removed.pop_front() {
+                self.removed_set.remove(&old);
+            }
+        }
+    }
+
+    /// Whether `obj` is owned only by objects that were removed: it has owners, none exists,
+    /// and one at least existed here.
+    pub(crate) fn owners_all_removed(&self, obj: &DynamicObject) -> bool {
+        let owners = owner_uids(obj);
+        !owners.is_empty()
+            && owners.iter().all(|uid| !self.live.contains_key(uid))
+            && owners.iter().any(|uid| self.removed_set.contains(uid))
     }
 
     /// Records an object stored without a change event (a namespace made at start).
