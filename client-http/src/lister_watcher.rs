@@ -3,10 +3,13 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+use http::HeaderValue;
+use http::header::ACCEPT;
 use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchStream};
-use kcache_store::{Compact, CompactCodec, ExpectedType, Object};
+use kcache_store::{Compact, CompactCodec, ExpectedType, Object, PartialObjectMetadata};
 use serde::de::DeserializeOwned;
 
+use crate::decode::metadata::{ACCEPT_METADATA, ACCEPT_METADATA_LIST, metadata_objects};
 use crate::decode::response::{Decoding, watch_guard};
 use crate::transport::request::{collection_url, get, resource_name};
 use crate::{ApiResource, Client};
@@ -205,7 +208,71 @@ impl<K: 'static> HttpListerWatcherBuilder<Compact<K>> {
     crate::decode::setters::codec_setter!();
 }
 
+impl HttpListerWatcher<PartialObjectMetadata> {
+    /// A builder of a metadata-only lister-watcher of `resource`: the API server sends each
+    /// object's metadata alone (`PartialObjectMetadata`), a fraction of the bytes, decoded into
+    /// [`PartialObjectMetadata`]s that name the resource's `apiVersion`; to name its kind too,
+    /// use [`metadata_of`](Self::metadata_of) for a k8s-openapi type, or
+    /// `builder(client, resource).kind("Secret").metadata_only()`. For any resource, custom
+    /// ones included: how controllers watch every secret or config map of a cluster for their
+    /// labels or owners.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
+    /// use kcache_store::PartialObjectMetadata;
+    ///
+    /// let client = Client::new(Config::infer()?)?;
+    /// let secrets = ApiResource::new("", "v1", "secrets", true);
+    /// let lw = HttpListerWatcher::<PartialObjectMetadata>::metadata(client, secrets).build();
+    /// # drop(lw); Ok(()) }
+    /// ```
+    pub fn metadata(
+        client: Client,
+        resource: ApiResource,
+    ) -> HttpListerWatcherBuilder<PartialObjectMetadata> {
+        Self::builder(client, resource).metadata_only()
+    }
+}
+
+#[cfg(feature = "k8s-openapi")]
+#[cfg_attr(docsrs, doc(cfg(feature = "k8s-openapi")))]
+impl HttpListerWatcher<PartialObjectMetadata> {
+    /// A builder of a metadata-only lister-watcher of the k8s-openapi type `K` (see
+    /// [`metadata`](Self::metadata)): objects name `K`'s `apiVersion` and kind.
+    pub fn metadata_of<K: k8s_openapi::Resource>(
+        client: Client,
+    ) -> HttpListerWatcherBuilder<PartialObjectMetadata> {
+        Self::builder(client, ApiResource::of::<K>())
+            .kind(K::KIND)
+            .metadata_only()
+    }
+}
+
+impl HttpListerWatcherBuilder<PartialObjectMetadata> {
+    /// Ask for metadata only (`Accept: application/json;as=PartialObjectMetadataList;
+    /// g=meta.k8s.io;v=v1` for lists, `as=PartialObjectMetadata` for watches, plain JSON
+    /// named as the fallback). Objects are taken as the resource's: each names its
+    /// `apiVersion` and, if set before this, its [`kind`](Self::kind); a whole object that a
+    /// server sends instead must be of that type. `managedFields` are skipped as
+    /// [`skip_managed_fields`](Self::skip_managed_fields) says when this is called (on by
+    /// default).
+    pub fn metadata_only(mut self) -> Self {
+        let expected = self.inner.decoding.expected.r#type.clone().or_metadata();
+        self.inner.decoding.expected.r#type = expected.clone();
+        let skip = self.inner.decoding.options.skip_managed_fields;
+        self.inner.decoding.objects = Some(metadata_objects(expected, skip));
+        self
+    }
+}
+
 impl<T> HttpListerWatcher<T> {
+    /// Whether lists and watches ask for metadata only
+    /// ([`metadata_only`](HttpListerWatcherBuilder::metadata_only)).
+    fn metadata_only(&self) -> bool {
+        self.decoding.expected.r#type.accepts_metadata()
+    }
+
     fn url(&self, opts: &ListOptions, watch: bool) -> String {
         collection_url(
             self.client.base_url(),
@@ -223,8 +290,13 @@ where
     T: Object + DeserializeOwned,
 {
     async fn list(&self, opts: &ListOptions) -> Result<ObjectList<T>, Error> {
-        let request =
+        let mut request =
             get(&self.url(opts, false), self.client.user_agent()).map_err(Error::transport)?;
+        if self.metadata_only() {
+            request
+                .headers_mut()
+                .insert(ACCEPT, HeaderValue::from_static(ACCEPT_METADATA_LIST));
+        }
         // Decoded as it arrives: the body is never held whole beside its objects.
         self.client
             .exchange(request, self.client.list_timeout(), |body| {
@@ -234,8 +306,13 @@ where
     }
 
     async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<T>, Error> {
-        let request =
+        let mut request =
             get(&self.url(opts, true), self.client.user_agent()).map_err(Error::transport)?;
+        if self.metadata_only() {
+            request
+                .headers_mut()
+                .insert(ACCEPT, HeaderValue::from_static(ACCEPT_METADATA));
+        }
         // Only opening the watch is bounded; the stream itself lasts as long as the server
         // keeps it, with a guard a little past `timeoutSeconds`.
         let body = self

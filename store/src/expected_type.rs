@@ -32,6 +32,9 @@ use std::sync::Arc;
 pub struct ExpectedType {
     api_version: Option<Arc<str>>,
     kind: Option<Arc<str>>,
+    /// Whether the metadata-only forms (`meta.k8s.io/v1` `PartialObjectMetadata` and its list)
+    /// are accepted too.
+    metadata: bool,
 }
 
 impl fmt::Debug for ExpectedType {
@@ -39,6 +42,7 @@ impl fmt::Debug for ExpectedType {
         f.debug_struct("ExpectedType")
             .field("api_version", &self.api_version.as_deref())
             .field("kind", &self.kind.as_deref())
+            .field("metadata", &self.metadata)
             .finish()
     }
 }
@@ -49,7 +53,31 @@ impl ExpectedType {
         Self {
             api_version: Some(api_version.into()),
             kind: kind.map(Into::into),
+            metadata: false,
         }
+    }
+
+    /// The same, also accepting the metadata-only forms a metadata-only list or watch answers
+    /// (`meta.k8s.io/v1` `PartialObjectMetadata`, `PartialObjectMetadataList`).
+    ///
+    /// ```
+    /// use kcache_store::ExpectedType;
+    ///
+    /// let secrets = ExpectedType::new("v1", Some("Secret")).or_metadata();
+    /// assert!(secrets.check_list(Some("meta.k8s.io/v1"), Some("PartialObjectMetadataList")).is_ok());
+    /// assert!(secrets.check_object(Some("meta.k8s.io/v1"), Some("PartialObjectMetadata")).is_ok());
+    /// assert!(secrets.check_list(Some("v1"), Some("SecretList")).is_ok());
+    /// assert!(secrets.check_list(Some("v1"), Some("ConfigMapList")).is_err());
+    /// ```
+    #[must_use]
+    pub fn or_metadata(mut self) -> Self {
+        self.metadata = true;
+        self
+    }
+
+    /// Whether the metadata-only forms are accepted ([`or_metadata`](Self::or_metadata)).
+    pub fn accepts_metadata(&self) -> bool {
+        self.metadata
     }
 
     /// Anything goes (the default).
@@ -85,6 +113,9 @@ impl ExpectedType {
         api_version: Option<&str>,
         kind: Option<&str>,
     ) -> Result<(), String> {
+        if self.metadata && crate::PartialObjectMetadata::is_metadata_form(api_version, kind) {
+            return Ok(());
+        }
         check("apiVersion", api_version, self.api_version.as_deref())?;
         check("kind", kind, self.kind.as_deref())
     }
@@ -97,6 +128,12 @@ impl ExpectedType {
     ///
     /// Which one differs and what was expected.
     pub fn check_list(&self, api_version: Option<&str>, kind: Option<&str>) -> Result<(), String> {
+        if self.metadata
+            && api_version == Some(crate::META_V1)
+            && kind.is_none_or(|k| k == "PartialObjectMetadataList")
+        {
+            return Ok(());
+        }
         check("apiVersion", api_version, self.api_version.as_deref())?;
         match (kind, self.kind.as_deref()) {
             (Some("List"), _) => Ok(()),

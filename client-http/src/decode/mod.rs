@@ -17,6 +17,7 @@ pub(crate) mod expect;
 pub(crate) mod forward;
 pub(crate) mod list;
 pub(crate) mod managed_fields;
+pub(crate) mod metadata;
 pub(crate) mod object;
 pub(crate) mod response;
 pub(crate) mod setters;

@@ -9,7 +9,7 @@ use futures_util::TryStreamExt;
 use http::header::{ACCEPT, ACCEPT_ENCODING};
 use http_body_util::BodyExt;
 use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchStream};
-use kcache_store::{Compact, CompactCodec, ExpectedType, Object};
+use kcache_store::{Compact, CompactCodec, ExpectedType, Object, PartialObjectMetadata};
 use kube_client::client::Body;
 use kube_client::core::{ApiResource, DynamicObject, Resource};
 use kube_client::{Api, Client};
@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 
 use crate::BoxError;
 use crate::config::{DEFAULT_LIST_TIMEOUT, DEFAULT_WATCH_TIMEOUT_SLACK};
+use crate::decode::metadata::{ACCEPT_METADATA, ACCEPT_METADATA_LIST, metadata_objects};
 use crate::decode::response::{Decoding, watch_guard};
 use crate::kube::error_from_kube;
 use crate::transport::ResponseBody;
@@ -140,6 +141,32 @@ impl<K: 'static> KubeListerWatcherBuilder<Compact<K>> {
     crate::decode::setters::codec_setter!();
 }
 
+impl KubeListerWatcherBuilder<PartialObjectMetadata> {
+    /// Ask for metadata only, as
+    /// [`HttpListerWatcherBuilder::metadata_only`](crate::HttpListerWatcherBuilder::metadata_only)
+    /// does: the objects are [`PartialObjectMetadata`]s naming the `Api`'s type (kube-rs's
+    /// `metadata_watcher` over this crate's cache).
+    pub fn metadata_only(mut self) -> Self {
+        let expected = self.inner.decoding.expected.r#type.clone().or_metadata();
+        self.inner.decoding.expected.r#type = expected.clone();
+        let skip = self.inner.decoding.options.skip_managed_fields;
+        self.inner.decoding.objects = Some(metadata_objects(expected, skip));
+        self
+    }
+}
+
+impl KubeListerWatcher<PartialObjectMetadata> {
+    /// A builder of a metadata-only lister-watcher of the resource of a typed `api` (see
+    /// [`metadata_only`](KubeListerWatcherBuilder::metadata_only)).
+    pub fn metadata<A>(api: Api<A>) -> KubeListerWatcherBuilder<PartialObjectMetadata>
+    where
+        A: Resource,
+        A::DynamicType: Default,
+    {
+        Self::builder(api).metadata_only()
+    }
+}
+
 impl<T> KubeListerWatcher<T> {
     /// A builder for the resource of `api`, a typed [`Api<K>`] (`K` a k8s-openapi type or a
     /// `#[derive(CustomResource)]` one), decoded as `T`.
@@ -222,8 +249,13 @@ impl<T> KubeListerWatcher<T> {
         let mut uri = String::with_capacity(self.path.len() + 128);
         uri.push_str(&self.path);
         push_query(&mut uri, opts, watch);
+        let accept = match (self.decoding.expected.r#type.accepts_metadata(), watch) {
+            (false, _) => ACCEPT_JSON,
+            (true, false) => ACCEPT_METADATA_LIST,
+            (true, true) => ACCEPT_METADATA,
+        };
         http::Request::get(uri)
-            .header(ACCEPT, ACCEPT_JSON)
+            .header(ACCEPT, accept)
             // kube-rs's `gzip` feature would otherwise ask for compression.
             .header(ACCEPT_ENCODING, "identity")
             .body(Body::empty())

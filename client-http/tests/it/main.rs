@@ -21,6 +21,7 @@ mod kube;
 mod kubeconfig;
 mod lease_lock;
 mod list_watch;
+mod metadata;
 mod mtls;
 mod proxy;
 mod redaction;

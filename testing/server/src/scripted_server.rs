@@ -69,6 +69,8 @@ pub struct ScriptedRequest {
     pub query: Vec<(String, String)>,
     /// When it arrived, on the tokio clock (paused in paused-time tests).
     pub at: Instant,
+    /// Its `Accept` header, if any.
+    pub accept: Option<String>,
 }
 
 impl ScriptedRequest {
@@ -471,6 +473,11 @@ fn answer<B>(shared: &Shared, req: &Request<B>) -> Response<CountedBody> {
             path: req.uri().path().to_owned(),
             query: parse_query(req.uri().query()),
             at: Instant::now(),
+            accept: req
+                .headers()
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
         };
         log.push(request.clone());
         request

@@ -1,0 +1,82 @@
+//! The objects of a metadata-only lister-watcher: the `Accept` headers that ask the API server
+//! for `PartialObjectMetadata`, and the object function that decodes each one into a
+//! [`PartialObjectMetadata`] describing the resource's own type.
+//!
+//! The headers name plain JSON as a fallback, as client-go's metadata client does: a server
+//! that cannot answer metadata-only sends whole objects, which decode into the same type (every
+//! field but `apiVersion`, `kind` and `metadata` skipped unread), so the cache is right either
+//! way and only the savings are lost. An object in the metadata form is taken as the
+//! resource's; a whole object must be of the resource's type, as any object of the
+//! lister-watcher must.
+
+use std::sync::Arc;
+
+use kcache_store::{ExpectedType, PartialObjectMetadata};
+use serde::de::Error as _;
+
+use crate::decode::compact::ObjectFn;
+use crate::decode::decode_object;
+
+/// The `Accept` of a metadata-only list.
+pub(crate) const ACCEPT_METADATA_LIST: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+
+/// The `Accept` of a metadata-only watch (streaming lists included) or get.
+pub(crate) const ACCEPT_METADATA: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+
+/// The object function of a metadata-only lister-watcher whose objects are of `expected`
+/// type; `skip_managed_fields` drops `metadata.managedFields` unbuilt.
+pub(crate) fn metadata_objects(
+    expected: ExpectedType,
+    skip_managed_fields: bool,
+) -> ObjectFn<PartialObjectMetadata> {
+    Arc::new(move |json: &str| {
+        let mut object: PartialObjectMetadata = decode_object(json, skip_managed_fields, None)?;
+        let (api_version, kind) = (object.api_version.as_deref(), object.kind.as_deref());
+        if !PartialObjectMetadata::is_metadata_form(api_version, kind) {
+            expected
+                .check_object(api_version, kind)
+                .map_err(serde_json::Error::custom)?;
+        }
+        if let Some(api_version) = expected.api_version() {
+            object.api_version = Some(api_version.to_owned());
+        }
+        object.kind = expected.kind().map(str::to_owned);
+        Ok(object)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secrets() -> ObjectFn<PartialObjectMetadata> {
+        metadata_objects(ExpectedType::new("v1", Some("Secret")).or_metadata(), true)
+    }
+
+    #[test]
+    fn the_metadata_form_describes_the_resources_type_without_managed_fields() {
+        let object = secrets()(
+            r#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{
+                "name":"tls","namespace":"web","managedFields":[{"manager":"m"}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (object.api_version.as_deref(), object.kind.as_deref()),
+            (Some("v1"), Some("Secret"))
+        );
+        assert!(!object.metadata.other.contains_key("managedFields"));
+    }
+
+    #[test]
+    fn a_whole_object_must_be_of_the_resources_type() {
+        let object = secrets()(
+            r#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"tls"},"data":{"k":"dg=="}}"#,
+        )
+        .unwrap();
+        assert_eq!(object.metadata.name.as_deref(), Some("tls"));
+        let wrong = secrets()(r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"}}"#);
+        assert!(wrong.unwrap_err().to_string().contains("ConfigMap"));
+    }
+}
