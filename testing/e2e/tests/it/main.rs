@@ -14,6 +14,7 @@ mod hostile_lists;
 mod hostile_support;
 mod informer;
 mod leader;
+mod metadata;
 mod operator;
 mod own_thread;
 mod support;
