@@ -505,6 +505,7 @@ mod tests {
                 "watch=1&sendInitialEvents=true&resourceVersion=&continue=",
             )),
             at: Instant::now(),
+            accept: None,
         };
         assert!(r.is_watch() && r.is_streaming_list() && !r.is_plain_watch() && !r.is_list());
         assert_eq!(r.resource_version(), Some(""));
