@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kcache_client_http::{Client, Config, HttpListerWatcher, KubeListerWatcher};
 use kcache_informer::{HandlerFuncs, RunMode, SharedIndexInformer};
 use kcache_reflector::ListerWatcher;
-use kcache_store::{Compact as CompactObject, CompactCodec, Object};
+use kcache_store::{Compact as CompactObject, CompactCodec, Object, PartialObjectMetadata};
 use tokio_util::sync::CancellationToken;
 
 use crate::procfs;
@@ -33,12 +33,14 @@ pub enum ListMode {
     Streaming,
 }
 
-/// What kcache caches: decoded k8s-openapi `Pod`s, or `Compact<Pod>`s (metadata decoded,
-/// the rest compressed; the handler of the bench does not decode them).
+/// What kcache caches: decoded k8s-openapi `Pod`s, `Compact<Pod>`s (metadata decoded, the rest
+/// compressed; the handler of the bench does not decode them), or `PartialObjectMetadata`s of a
+/// metadata-only lister-watcher (the server sends each pod's metadata alone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
     Typed,
     Compact,
+    Metadata,
 }
 
 /// Which HTTP client kcache's informer lists and watches through.
@@ -68,6 +70,8 @@ pub enum Which {
     },
     /// kube-runtime's watcher + reflector store; `own_thread`: polled on a thread of its own.
     KubeRs { list: ListMode, own_thread: bool },
+    /// kube-runtime's `metadata_watcher` + reflector store of `PartialObjectMeta<Pod>`.
+    KubeRsMetadata { list: ListMode },
 }
 
 /// One row of the table: its `--only` key, its label and the client it runs.
@@ -78,7 +82,7 @@ pub struct Row {
     pub which: Which,
 }
 
-use Form::{Compact, Typed};
+use Form::{Compact, Metadata, Typed};
 use ListMode::{Paginated, Streaming};
 
 const fn kube(list: ListMode, own_thread: bool) -> Which {
@@ -133,6 +137,9 @@ pub const ROWS: &[Row] = &[
     row("kcache-kube", "kcache Pod over kube-rs's Client, same Config (streaming, run)", kcache_on_kube(Typed, Streaming)),
     row("kcache-kube-paged", "kcache Pod over kube-rs's Client, same Config, paginated", kcache_on_kube(Typed, Paginated)),
     row("compact-kube", "kcache Compact<Pod> over kube-rs's Client, same Config", kcache_on_kube(Compact, Streaming)),
+    row("kube-rs-metadata", "kube-rs metadata_watcher, paginated", Which::KubeRsMetadata { list: Paginated }),
+    row("metadata", "kcache PartialObjectMetadata (metadata only, streaming, run)", kcache(Metadata, Streaming, true, false)),
+    row("metadata-paged", "kcache PartialObjectMetadata, paginated", kcache(Metadata, Paginated, true, false)),
 ];
 
 /// The rows run when `--only` is not given: kube-rs's two list modes, kcache's typed and compact
@@ -289,7 +296,61 @@ pub async fn start(which: Which, target: &Target) -> Result<Running, BoxError> {
                 };
                 start_kcache(lw, list, inline, seen, cancel).await
             }
+            Metadata => {
+                let lw: Arc<dyn ListerWatcher<PartialObjectMetadata>> = match backend {
+                    Backend::Http => Arc::new(
+                        HttpListerWatcher::<PartialObjectMetadata>::metadata_of::<Pod>(
+                            Client::new(target.kcache_config()?)?,
+                        )
+                        .all_namespaces()
+                        .build(),
+                    ),
+                    Backend::Kube => Arc::new(
+                        KubeListerWatcher::<PartialObjectMetadata>::metadata(
+                            kube_pods(target).await?,
+                        )
+                        .build(),
+                    ),
+                };
+                start_kcache(lw, list, inline, seen, cancel).await
+            }
         },
+        Which::KubeRsMetadata { list } => {
+            // An `Api` of `PartialObjectMeta<Pod>` makes kube-rs ask for metadata only.
+            let api = kube::Api::<kube::core::PartialObjectMeta<Pod>>::all(kube::Client::try_from(
+                kube_config(target).await?,
+            )?);
+            let (reader, writer) = kube::runtime::reflector::store();
+            let config = match list {
+                Paginated => kube::runtime::watcher::Config::default(),
+                Streaming => kube::runtime::watcher::Config::default().streaming_lists(),
+            };
+            let stream = kube::runtime::reflector(writer, kube::runtime::watcher(api, config));
+            let count = Arc::clone(&seen);
+            let stop = cancel.clone();
+            let task = tokio::spawn(async move {
+                let mut stream = std::pin::pin!(stream);
+                loop {
+                    tokio::select! {
+                        () = stop.cancelled() => break,
+                        ev = stream.next() => match ev {
+                            Some(Ok(kube::runtime::watcher::Event::Apply(_))) => {
+                                count.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Some(_) => {}
+                            None => break,
+                        },
+                    }
+                }
+            });
+            reader.wait_until_ready().await?;
+            Ok(Running {
+                cached: Box::new(move || reader.state().len()),
+                seen,
+                cancel,
+                task,
+            })
+        }
         Which::KubeRs { list, own_thread } => {
             let api = kube_pods(target).await?;
             let (reader, writer) = kube::runtime::reflector::store();
@@ -435,6 +496,9 @@ pub struct Timed {
     pub events_cpu: Duration,
     /// Backlog: start to the last update seen (zero in the quiet scenario).
     pub caught_up: Duration,
+    /// Bytes the client process read during the sync (`rchar`): over plain HTTP, the list or
+    /// streaming list as it came off the wire.
+    pub sync_read_bytes: u64,
 }
 
 /// Starts `row`'s client against `target` and waits for its sync: the running client, the sync's
@@ -495,8 +559,10 @@ pub async fn timed(
 ) -> Result<Timed, BoxError> {
     let baseline_rss = procfs::rss()?;
     procfs::reset_peak_rss()?;
+    let read_before = procfs::read_bytes()?;
     let (start_clock, start_cpu) = now()?;
     let (running, sync, cpu) = synced(row, target, pods, (start_clock, start_cpu)).await?;
+    let sync_read_bytes = procfs::read_bytes()?.saturating_sub(read_before);
     let sync_peak_rss = procfs::peak_rss()?.saturating_sub(baseline_rss);
     eprintln!(
         "  client: synced in {:.2} s (user {:.2} s, system {:.2} s, {} minor faults)",
@@ -514,6 +580,7 @@ pub async fn timed(
         cached: pods,
         user: cpu.user,
         system: cpu.system,
+        sync_read_bytes,
         ..Timed::default()
     };
     let timed = match scenario {
@@ -647,7 +714,7 @@ impl Timed {
     /// The `done ...` line a timed child ends with.
     pub fn to_line(&self) -> String {
         format!(
-            "done {} {} {} {} {} {} {} {} {} {}",
+            "done {} {} {} {} {} {} {} {} {} {} {}",
             self.sync.as_secs_f64(),
             self.sync_peak_rss,
             self.steady_rss,
@@ -657,13 +724,14 @@ impl Timed {
             self.user.as_secs_f64(),
             self.system.as_secs_f64(),
             self.events_cpu.as_secs_f64(),
-            self.caught_up.as_secs_f64()
+            self.caught_up.as_secs_f64(),
+            self.sync_read_bytes
         )
     }
 
     /// Parses a timed child's `done ...` line.
     pub fn parse(line: &str) -> Result<Self, BoxError> {
-        let f = crate::child::fields(line, "done ", 10)?;
+        let f = crate::child::fields(line, "done ", 11)?;
         Ok(Self {
             sync: Duration::from_secs_f64(f[0].parse()?),
             sync_peak_rss: f[1].parse()?,
@@ -675,6 +743,7 @@ impl Timed {
             system: Duration::from_secs_f64(f[7].parse()?),
             events_cpu: Duration::from_secs_f64(f[8].parse()?),
             caught_up: Duration::from_secs_f64(f[9].parse()?),
+            sync_read_bytes: f[10].parse()?,
         })
     }
 }

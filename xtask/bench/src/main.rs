@@ -392,6 +392,8 @@ struct Summary {
     peak: Figure,
     steady: Figure,
     kb_per_object: Figure,
+    /// Bytes the client read during the sync, per cached object.
+    wire: Figure,
     events: Figure,
     /// Quiet: CPU during the burst; backlog: CPU from the start until caught up.
     events_cpu: Figure,
@@ -410,6 +412,9 @@ impl Summary {
             steady: Figure::of(runs, 0, |r| r.timed.steady_rss as f64 / 1e6),
             kb_per_object: Figure::of(runs, 1, |r| {
                 r.counted.live as f64 / r.counted.cached.max(1) as f64 / 1e3
+            }),
+            wire: Figure::of(runs, 0, |r| {
+                r.timed.sync_read_bytes as f64 / r.timed.cached.max(1) as f64
             }),
             events: Figure::of(runs, 0, |r| r.timed.events_per_sec),
             events_cpu: Figure::of(runs, 2, |r| r.timed.events_cpu.as_secs_f64()),
@@ -621,18 +626,19 @@ fn print_table(table: &Table<'_>, runs: &[Vec<Run>], floor: f64) -> Result<(), B
     match table.setup.scenario {
         Scenario::Quiet => {
             println!(
-                "| client | initial sync | {vs} | sync CPU | {vs} | sync peak RSS MB | {vs} | steady RSS MB | heap KB/object | watch events/s | {vs} | events CPU | {vs} | vs floor |"
+                "| client | initial sync | {vs} | sync CPU | {vs} | sync peak RSS MB | {vs} | steady RSS MB | heap KB/object | sync bytes/object | {vs} | watch events/s | {vs} | events CPU | {vs} | vs floor |"
             );
-            println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+            println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
             for (row, s) in &table.rows {
                 println!(
-                    "| {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {:.2}x |",
+                    "| {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {} | {:.2}x |",
                     row.label,
                     cell(&s.sync, &base.sync, 2, " s"),
                     cell(&s.sync_cpu, &base.sync_cpu, 2, " s"),
                     cell(&s.peak, &base.peak, 0, ""),
                     s.steady.median,
                     s.kb_per_object.median,
+                    cell(&s.wire, &base.wire, 0, ""),
                     cell(&s.events, &base.events, 0, ""),
                     cell(&s.events_cpu, &base.events_cpu, 2, " s"),
                     s.events.median / floor,
@@ -648,12 +654,12 @@ fn print_table(table: &Table<'_>, runs: &[Vec<Run>], floor: f64) -> Result<(), B
         }
         Scenario::Backlog => {
             println!(
-                "| client | initial sync | {vs} | sync CPU | {vs} | sync peak RSS MB | {vs} | caught up | {vs} | CPU to caught up | {vs} | RSS caught up MB | heap KB/object | events/s after sync | {vs} | vs floor |"
+                "| client | initial sync | {vs} | sync CPU | {vs} | sync peak RSS MB | {vs} | caught up | {vs} | CPU to caught up | {vs} | RSS caught up MB | heap KB/object | sync bytes/object | {vs} | events/s after sync | {vs} | vs floor |"
             );
-            println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+            println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
             for (row, s) in &table.rows {
                 println!(
-                    "| {} | {} | {} | {} | {} | {} | {:.0} | {:.1} | {} | {:.2}x |",
+                    "| {} | {} | {} | {} | {} | {} | {:.0} | {:.1} | {} | {} | {:.2}x |",
                     row.label,
                     cell(&s.sync, &base.sync, 2, " s"),
                     cell(&s.sync_cpu, &base.sync_cpu, 2, " s"),
@@ -662,6 +668,7 @@ fn print_table(table: &Table<'_>, runs: &[Vec<Run>], floor: f64) -> Result<(), B
                     cell(&s.events_cpu, &base.events_cpu, 2, " s"),
                     s.steady.median,
                     s.kb_per_object.median,
+                    cell(&s.wire, &base.wire, 0, ""),
                     cell(&s.events, &base.events, 0, ""),
                     s.events.median / floor,
                 );
@@ -678,7 +685,8 @@ fn print_table(table: &Table<'_>, runs: &[Vec<Run>], floor: f64) -> Result<(), B
     }
     println!(
         "Ratios are against \"{}\"; time, CPU and memory ratios below 1 favour the row, events/s ratios above 1 do. \
-         RSS is less the client process's {baseline_rss:.0} MB before its start; KB/object is live heap at sync over the pods cached. \
+         RSS is less the client process's {baseline_rss:.0} MB before its start; KB/object is live heap at sync over the pods cached; \
+         sync bytes/object: what the client process read (`rchar`) during the sync over the pods cached (over HTTPS, TLS records). \
          vs floor: events/s against bare serde_json's decoding of this shape on one core. \
          The server used at most {server_cpu:.2} s of CPU between a client's start and its sync.",
         base_row.label

@@ -47,6 +47,17 @@ pub fn reset_peak_rss() -> Result<(), BoxError> {
     Ok(())
 }
 
+/// The bytes this process has read so far through `read` and its kin (`rchar` of
+/// `/proc/self/io`): over plain HTTP, what came off the wire plus the few files it read.
+pub fn read_bytes() -> Result<u64, BoxError> {
+    let text = std::fs::read_to_string("/proc/self/io")?;
+    let value = text
+        .lines()
+        .find_map(|l| l.strip_prefix("rchar:"))
+        .ok_or("no rchar in /proc/self/io")?;
+    Ok(value.trim().parse()?)
+}
+
 /// CPU time of this process so far, and its minor page faults.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Cpu {
