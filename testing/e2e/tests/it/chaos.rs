@@ -10,11 +10,12 @@
 //! with only such objects missing (never at an older version), then changes each of them on the
 //! server once and waits for the cache to equal it exactly.
 //!
-//! Even seeds cache compact objects (`Compact<DynamicObject>`: metadata decoded, the rest
-//! compressed), odd seeds typed ones (`DynamicObject`): both forms must pass the same checks.
-//! Seeds 1 and 4 (mod 4) run over client-http's own client, seeds 2 and 3 over kube-rs's
-//! (`KubeListerWatcher`): both backends must pass them too, and the default four seeds cover
-//! each form on each backend.
+//! Seeds of 0 (mod 3) cache compact objects (`Compact<DynamicObject>`: metadata decoded, the
+//! rest compressed), of 1 typed ones (`DynamicObject`), of 2 metadata only
+//! (`PartialObjectMetadata` from metadata-only lists and watches): every form must pass the
+//! same checks. Seeds whose `seed / 3` is even run over client-http's own client, the others
+//! over kube-rs's (`KubeListerWatcher`): both backends must pass them too, and the default six
+//! seeds cover each form on each backend.
 //!
 //! `KCACHE_CHAOS_SEEDS=N` (or `cargo xtask chaos --seeds N`) runs N seeds; the test command
 //! runs a few. A failure prints its seed; `KCACHE_CHAOS_SEED=S` replays one.
@@ -25,7 +26,9 @@ use std::time::{Duration, Instant};
 
 use kcache_informer::{QueueKind, ResourceEventHandler, RunMode, SharedIndexInformer};
 use kcache_reflector::{BackoffConfig, ListerWatcher};
-use kcache_store::{Compact, DynamicObject, Object, ObjectOrTombstone, deletion_handling_key};
+use kcache_store::{
+    Compact, DynamicObject, Object, ObjectOrTombstone, PartialObjectMetadata, deletion_handling_key,
+};
 use kcache_testing::workload;
 use kcache_testing_server::FakeApiServer;
 use kcache_testing_server::fake_api_server::{Fault, FaultKind, ServedResource, Verb};
@@ -345,15 +348,21 @@ async fn converge<T: Object>(
 }
 
 async fn run_seed(seed: u64) {
-    let backend = if (seed / 2).is_multiple_of(2) {
+    let backend = if (seed / 3).is_multiple_of(2) {
         Backend::Http
     } else {
         Backend::Kube
     };
-    if seed.is_multiple_of(2) {
-        run_form::<Compact<DynamicObject>>(seed, "compact", backend, Backend::compact_pods).await;
-    } else {
-        run_form::<DynamicObject>(seed, "typed", backend, Backend::pods).await;
+    match seed % 3 {
+        0 => {
+            run_form::<Compact<DynamicObject>>(seed, "compact", backend, Backend::compact_pods)
+                .await;
+        }
+        1 => run_form::<DynamicObject>(seed, "typed", backend, Backend::pods).await,
+        _ => {
+            run_form::<PartialObjectMetadata>(seed, "metadata", backend, Backend::metadata_pods)
+                .await;
+        }
     }
 }
 
@@ -422,7 +431,7 @@ fn seeds() -> Vec<u64> {
     let n = std::env::var("KCACHE_CHAOS_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(4);
+        .unwrap_or(6);
     (1..=n).collect()
 }
 

@@ -12,7 +12,7 @@ use kcache_client_http::{
 };
 use kcache_informer::SharedIndexInformer;
 use kcache_reflector::ListerWatcher;
-use kcache_store::{Compact, DynamicObject, Object};
+use kcache_store::{Compact, DynamicObject, Object, PartialObjectMetadata};
 use kcache_testing_server::FakeApiServer;
 use serde::de::DeserializeOwned;
 
@@ -82,6 +82,22 @@ impl Backend {
         match self {
             Self::Http => Arc::new(HttpListerWatcher::dynamic(http_client(url), pods())),
             Self::Kube => Arc::new(KubeListerWatcher::new(kube_pods(url))),
+        }
+    }
+
+    /// Pods of every namespace at plain-HTTP `url`, metadata only (`PartialObjectMetadata`
+    /// naming `v1` `Pod`).
+    pub(crate) fn metadata_pods(self, url: &str) -> Arc<dyn ListerWatcher<PartialObjectMetadata>> {
+        match self {
+            Self::Http => Arc::new(
+                HttpListerWatcher::<PartialObjectMetadata>::builder(http_client(url), pods())
+                    .kind("Pod")
+                    .metadata_only()
+                    .build(),
+            ),
+            Self::Kube => Arc::new(
+                KubeListerWatcher::<PartialObjectMetadata>::metadata(kube_pods(url)).build(),
+            ),
         }
     }
 
