@@ -18,6 +18,8 @@
 //! The client (hyper, on the main thread) reads as fast as it can, or with `--decode` parses
 //! every watch line into a `serde_json::Value` to read at a client's pace.
 //!
+//! - `--metadata` asks for metadata only (`PartialObjectMetadataList` pages and
+//!   `PartialObjectMetadata` events), as metadata informers do.
 //! - `--dump DIR` writes the bodies received (`list.json`, `watch-list.json`, `events.json`),
 //!   with `creationTimestamp` values blanked, to compare two builds byte for byte.
 //! - `--pause SECS` waits once the pods are in, before measuring, e.g. to attach
@@ -64,6 +66,9 @@ struct Args {
     /// `creationTimestamp` values blanked.
     #[arg(long, value_name = "DIR")]
     dump: Option<PathBuf>,
+    /// Ask for metadata only (`PartialObjectMetadata`), as metadata informers do.
+    #[arg(long)]
+    metadata: bool,
     /// Seconds to wait once the pods are in, before measuring (to attach a profiler).
     #[arg(long, value_name = "SECS", default_value_t = 0)]
     pause: u64,
@@ -275,8 +280,26 @@ impl Received {
     }
 }
 
-async fn get(client: &Http, url: &str) -> Bytes {
-    let resp = client.get(url.parse().expect("url")).await.expect("get");
+/// `Accept` for a metadata-only list.
+const METADATA_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+
+/// `Accept` for a metadata-only watch.
+const METADATA: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+
+/// Sends a GET of `url`, with `accept` if any.
+async fn send(client: &Http, url: &str, accept: Option<&str>) -> hyper::Response<Incoming> {
+    let mut req = hyper::Request::get(url);
+    if let Some(accept) = accept {
+        req = req.header(hyper::header::ACCEPT, accept);
+    }
+    client
+        .request(req.body(Empty::new()).expect("request"))
+        .await
+        .expect("get")
+}
+
+async fn get(client: &Http, url: &str, accept: Option<&str>) -> Bytes {
+    let resp = send(client, url, accept).await;
     resp.into_body().collect().await.expect("body").to_bytes()
 }
 
@@ -297,7 +320,7 @@ async fn read_until(
 }
 
 /// Step 1: every page of a list, 500 a page. Returns the bodies, one a line.
-async fn list(client: &Http, url: &str, pods: usize) -> Vec<u8> {
+async fn list(client: &Http, url: &str, pods: usize, metadata: bool) -> Vec<u8> {
     let step = Step::start();
     let mut bodies = Vec::new();
     let mut token = String::new();
@@ -305,6 +328,7 @@ async fn list(client: &Http, url: &str, pods: usize) -> Vec<u8> {
         let body = get(
             client,
             &format!("{url}/api/v1/pods?limit=500&continue={token}"),
+            metadata.then_some(METADATA_LIST),
         )
         .await;
         let list: serde_json::Value = serde_json::from_slice(&body).expect("a list");
@@ -327,7 +351,7 @@ async fn watch(client: &Http, server: &ServerThread, args: &Args) -> (Vec<u8>, V
          allowWatchBookmarks=true",
         server.url
     );
-    let resp = client.get(url.parse().expect("url")).await.expect("watch");
+    let resp = send(client, &url, args.metadata.then_some(METADATA)).await;
     let mut body = resp.into_body();
     let mut received = Received::new(args.decode);
     let marker = INITIAL_EVENTS_END.as_bytes();
@@ -366,8 +390,8 @@ fn main() -> Result<(), String> {
     let bodies = runtime.block_on(async {
         let client: Http = Client::builder(TokioExecutor::new()).build_http();
         // Open the connection first.
-        get(&client, &format!("{}/version", server.url)).await;
-        let list = list(&client, &server.url, args.pods).await;
+        get(&client, &format!("{}/version", server.url), None).await;
+        let list = list(&client, &server.url, args.pods, args.metadata).await;
         let (initial, events) = watch(&client, &server, &args).await;
         [("list", list), ("watch-list", initial), ("events", events)]
     });

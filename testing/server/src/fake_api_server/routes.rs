@@ -19,11 +19,13 @@ use super::faults::{FaultKind, RequestShape, Verb};
 use super::field_manager::FieldManager;
 use super::field_validation;
 use super::limits::MAX_BODY;
+use super::negotiation::{Format, negotiate};
 use super::params::{self, ListParams, Target, parse_rv, truthy};
+use super::partial_metadata;
 use super::patch::{self, PatchType};
 use super::response::{error_response, json_response};
 use super::schema;
-use super::served_resource::{ResourceId, ScalePaths, ServedResource};
+use super::served_resource::{ResourceId, ServedResource};
 use super::state::{self, Deleted, RequestRecord, Shared, wait_for_rv};
 use super::status::{self, ApiError, internal};
 use super::stored::Stored;
@@ -34,55 +36,30 @@ use super::watch;
 use super::write_options;
 use super::{access, health};
 
+/// The answer `stored` (an object of `resource`) in `format`: the object, its Table, or its
+/// `PartialObjectMetadata` (406 when the list kind was asked for).
 fn object_response(
     code: u16,
     stored: &Stored,
-    table: Option<&ServedResource>,
+    format: Format,
+    resource: &ServedResource,
 ) -> Response<ResponseBody> {
     let obj = &*stored.object;
-    if let Some(resource) = table {
-        let t = table::table(resource, obj.metadata.resource_version.as_deref(), &[obj]);
-        return json_response(code, serde_json::to_vec(&t).unwrap_or_default());
-    }
-    let mut body = Vec::with_capacity(stored.json_len(true));
-    stored.write_json(&mut body, true);
-    json_response(code, body)
-}
-
-/// What the Accept header asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Format {
-    Json,
-    Table,
-}
-
-fn negotiate(accept: Option<&str>) -> Result<Format, ApiError> {
-    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
-        return Ok(Format::Json);
-    };
-    for range in accept.split(',') {
-        let mut parts = range.split(';').map(str::trim);
-        let media = parts.next().unwrap_or_default().to_ascii_lowercase();
-        let params: Vec<&str> = parts.collect();
-        match media.as_str() {
-            "application/json" => {
-                if params.iter().any(|p| p.eq_ignore_ascii_case("as=Table")) {
-                    return Ok(Format::Table);
-                }
-                if params.iter().any(|p| p.starts_with("as=")) {
-                    continue;
-                }
-                return Ok(Format::Json);
-            }
-            "*/*" | "application/*" => return Ok(Format::Json),
-            _ => {}
+    match format {
+        Format::Table => {
+            let t = table::table(resource, obj.metadata.resource_version.as_deref(), &[obj]);
+            json_response(code, serde_json::to_vec(&t).unwrap_or_default())
+        }
+        Format::Partial(partial) => match partial.for_object(resource) {
+            Ok(version) => json_response(code, partial_metadata::object_body(version, stored)),
+            Err(e) => error_response(&e),
+        },
+        Format::Json => {
+            let mut body = Vec::with_capacity(stored.json_len(true));
+            stored.write_json(&mut body, true);
+            json_response(code, body)
         }
     }
-    Err(ApiError::new(
-        406,
-        "NotAcceptable",
-        &format!("only the following media types are accepted: application/json (got {accept})"),
-    ))
 }
 
 /// Handles one request.
@@ -166,8 +143,7 @@ async fn route(
         ));
     }
     let target = parse_target(shared, &segs).map_err(err)?;
-    let format = negotiate(accept.as_deref()).map_err(err)?;
-    let table = format == Format::Table;
+    let format = negotiate(accept.as_deref(), &target.resource).map_err(err)?;
     let is_watch = target.watch_prefix
         || query
             .iter()
@@ -204,12 +180,12 @@ async fn route(
     match verb {
         Verb::Watch => {
             let params = ListParams::parse(query, &target).map_err(err)?;
-            Ok(watch::serve(shared.clone(), target, params, table, fault).await)
+            Ok(watch::serve(shared.clone(), target, params, format, fault).await)
         }
         Verb::List => {
             let params = ListParams::parse(query, &target).map_err(err)?;
             let repeat_continue = fault == Some(FaultKind::RepeatContinue);
-            list(shared, &target, &params, table, repeat_continue)
+            list(shared, &target, &params, format, repeat_continue)
                 .await
                 .map_err(err)
         }
@@ -226,14 +202,12 @@ async fn route(
                     serde_json::to_vec(&scale).unwrap_or_default(),
                 ));
             }
-            Ok(object_response(
-                200,
-                &obj,
-                table.then_some(&target.resource),
-            ))
+            Ok(object_response(200, &obj, format, &target.resource))
         }
         Verb::Create | Verb::Update | Verb::Patch => {
-            write(shared, req, &target, verb, query).await.map_err(err)
+            write(shared, req, &target, verb, query, format.for_writes())
+                .await
+                .map_err(err)
         }
         Verb::Delete | Verb::Any => {
             if target.subresource.is_some() {
@@ -250,7 +224,8 @@ async fn route(
                 || write_options::dry_run(write_options::dry_run_values(query), "DeleteOptions")
                     .map_err(err)?;
             let Some(name) = target.name.as_deref() else {
-                return delete_collection(shared, &target, query, &options, dry_run).map_err(err);
+                return delete_collection(shared, &target, query, &options, dry_run, format)
+                    .map_err(err);
             };
             let ns = target.namespace.as_deref();
             let deleted = shared
@@ -264,7 +239,11 @@ async fn route(
                     )
                 })
                 .map_err(err)?;
-            Ok(delete_response(&target.resource, &deleted))
+            Ok(delete_response(
+                &target.resource,
+                &deleted,
+                format.for_writes(),
+            ))
         }
     }
 }
@@ -299,6 +278,7 @@ async fn write(
     target: &Target,
     verb: Verb,
     query: &[(String, String)],
+    format: Format,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let ns = target.namespace.as_deref();
     let name = target.name.as_deref();
@@ -370,7 +350,8 @@ async fn write(
                     s.patch(&target.id, ns, name, patch_type, &patch)
                 })
             })?;
-            let mut response = object_response(if created { 201 } else { 200 }, &obj, None);
+            let code = if created { 201 } else { 200 };
+            let mut response = object_response(code, &obj, format, &target.resource);
             field_validation::add_warnings(&mut response, &warnings);
             return Ok(response);
         }
@@ -406,7 +387,7 @@ async fn write(
                 })
             })
         })?;
-        let mut response = written_response(200, &obj, sub, &target.resource.scale_paths);
+        let mut response = written_response(200, &obj, sub, &target.resource, format);
         field_validation::add_warnings(&mut response, &warnings);
         return Ok(response);
     }
@@ -418,7 +399,7 @@ async fn write(
             let obj = shared.mutate_maybe_dry(dry_run, |s| {
                 s.as_manager(manager, |s| s.create(&target.id, ns, obj))
             })?;
-            object_response(201, &obj, None)
+            object_response(201, &obj, format, &target.resource)
         }
         Some(name) => {
             let sub = target.subresource;
@@ -433,12 +414,7 @@ async fn write(
                         })
                     })
                 })?;
-                return Ok(written_response(
-                    200,
-                    &obj,
-                    sub,
-                    &target.resource.scale_paths,
-                ));
+                return Ok(written_response(200, &obj, sub, &target.resource, format));
             }
             let obj = shared.mutate_maybe_dry(dry_run, |s| {
                 s.as_manager(manager, |s| {
@@ -450,7 +426,7 @@ async fn write(
                     })
                 })
             })?;
-            written_response(200, &obj, sub, &target.resource.scale_paths)
+            written_response(200, &obj, sub, &target.resource, format)
         }
     };
     field_validation::add_warnings(&mut response, &warnings);
@@ -480,25 +456,31 @@ fn refuse_protobuf(req: &Request<Incoming>) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The answer to a write of an object or of its subresource `sub`: the object, or its `Scale`.
+/// The answer to a write of an object or of its subresource `sub`: the object in `format`, or
+/// its `Scale`.
 fn written_response(
     code: u16,
     stored: &Stored,
     sub: Option<Subresource>,
-    paths: &ScalePaths,
+    resource: &ServedResource,
+    format: Format,
 ) -> Response<ResponseBody> {
     if sub == Some(Subresource::Scale) {
-        let scale = subresource::scale_of(&stored.object, paths);
+        let scale = subresource::scale_of(&stored.object, &resource.scale_paths);
         return json_response(code, serde_json::to_vec(&scale).unwrap_or_default());
     }
-    object_response(code, stored, None)
+    object_response(code, stored, format, resource)
 }
 
 /// The answer to a DELETE: the object while finalizers hold it or where the kind answers with
 /// the deleted object; else a `Status` of kind `Success` naming it, as kube-apiserver answers.
-fn delete_response(resource: &ServedResource, deleted: &Deleted) -> Response<ResponseBody> {
+fn delete_response(
+    resource: &ServedResource,
+    deleted: &Deleted,
+    format: Format,
+) -> Response<ResponseBody> {
     if !deleted.removed || resource.returns_deleted_object {
-        return object_response(200, &deleted.object, None);
+        return object_response(200, &deleted.object, format, resource);
     }
     let meta = &deleted.object.object.metadata;
     let status = json!({
@@ -518,13 +500,14 @@ fn delete_response(resource: &ServedResource, deleted: &Deleted) -> Response<Res
 
 /// DELETE of a collection (`deletecollection`): every object the label and field selectors of
 /// `query` match, in the target's namespace or all, deleted as one DELETE each would; answers
-/// the list of their last states.
+/// the list of their last states (their metadata for a metadata-only request).
 fn delete_collection(
     shared: &Shared,
     target: &Target,
     query: &[(String, String)],
     options: &DeleteOptions,
     dry_run: bool,
+    format: Format,
 ) -> Result<Response<ResponseBody>, ApiError> {
     let params = ListParams::parse(query, target)?;
     let (rv, deleted) = shared.mutate_maybe_dry(dry_run, |s| {
@@ -550,10 +533,13 @@ fn delete_collection(
     let mut meta = serde_json::Map::new();
     meta.insert("resourceVersion".into(), json!(rv.to_string()));
     let items: Vec<&Stored> = deleted.iter().map(|s| &**s).collect();
-    Ok(json_response(
-        200,
-        list_body(&target.resource, &meta, &items)?,
-    ))
+    let body = match format {
+        Format::Partial(partial) => {
+            partial_metadata::list_body(partial.for_list(&target.resource)?, &meta, &items)?
+        }
+        Format::Json | Format::Table => list_body(&target.resource, &meta, &items)?,
+    };
+    Ok(json_response(200, body))
 }
 
 fn parse_target(shared: &Shared, segs: &[&str]) -> Result<Target, ApiError> {
@@ -680,7 +666,7 @@ async fn list(
     shared: &Shared,
     target: &Target,
     p: &ListParams,
-    table: bool,
+    format: Format,
     repeat_continue: bool,
 ) -> Result<Response<ResponseBody>, ApiError> {
     if p.send_initial.is_some() {
@@ -833,15 +819,19 @@ async fn list(
             meta.insert("remainingItemCount".into(), json!(remaining));
         }
     }
-    let body = if table {
-        let objects: Vec<&DynamicObject> = items.iter().map(|s| &*s.object).collect();
-        let mut t = table::table(&target.resource, Some(&list_rv.to_string()), &objects);
-        if let Some(c) = &continue_token {
-            t["metadata"]["continue"] = json!(c);
+    let body = match format {
+        Format::Table => {
+            let objects: Vec<&DynamicObject> = items.iter().map(|s| &*s.object).collect();
+            let mut t = table::table(&target.resource, Some(&list_rv.to_string()), &objects);
+            if let Some(c) = &continue_token {
+                t["metadata"]["continue"] = json!(c);
+            }
+            serde_json::to_vec(&t).unwrap_or_default()
         }
-        serde_json::to_vec(&t).unwrap_or_default()
-    } else {
-        list_body(&target.resource, &meta, &items)?
+        Format::Partial(partial) => {
+            partial_metadata::list_body(partial.for_list(&target.resource)?, &meta, &items)?
+        }
+        Format::Json => list_body(&target.resource, &meta, &items)?,
     };
     drop(items);
     drop(objects);

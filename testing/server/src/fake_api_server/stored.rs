@@ -6,24 +6,46 @@
 //! client it serves. A stored version never changes (a write stores a new one), so its bytes are
 //! encoded with the write and then only copied. They are the bytes `serde_json` writes for the
 //! object, so what a client receives is unchanged.
+//!
+//! The object's `metadata` is encoded first, so its bytes are a slice of the same encoding:
+//! metadata-only answers (`PartialObjectMetadata`, see
+//! [`partial_metadata`](super::partial_metadata)) copy that slice, encoding nothing either.
 
+use std::cell::Cell;
+use std::io;
+use std::ops::Range;
 use std::sync::Arc;
 
 use kcache_store::DynamicObject;
+#[cfg(test)]
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
 /// Serializes an object, with (`.1` true) or without `apiVersion`/`kind`.
 ///
 /// Built-in list items carry no `apiVersion`/`kind`; watch events, single objects and
-/// CRD-style list items do.
+/// CRD-style list items do. (The stored encoding is [`serialize_item`]'s; this is what the tests
+/// compare it with.)
+#[cfg(test)]
 struct Item<'a>(&'a DynamicObject, bool);
 
+#[cfg(test)]
 impl Serialize for Item<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let obj = self.0;
+        serialize_item(self.0, self.1, s, || {})
+    }
+}
+
+/// Serializes `obj` as [`Item`] does, calling `metadata_written` once its `metadata` member is.
+fn serialize_item<S: serde::Serializer>(
+    obj: &DynamicObject,
+    typed: bool,
+    s: S,
+    metadata_written: impl FnOnce(),
+) -> Result<S::Ok, S::Error> {
+    {
         let mut map = s.serialize_map(None)?;
-        if self.1 {
+        if typed {
             if let Some(v) = &obj.api_version {
                 map.serialize_entry("apiVersion", v)?;
             }
@@ -32,12 +54,49 @@ impl Serialize for Item<'_> {
             }
         }
         map.serialize_entry("metadata", &obj.metadata)?;
+        metadata_written();
         for (k, v) in &obj.data {
             map.serialize_entry(k, v)?;
         }
         map.end()
     }
 }
+
+/// A writer into a `Vec` that keeps the count of bytes written where a serializer's caller can
+/// read it while the serializer holds the writer.
+struct Counted<'a> {
+    out: Vec<u8>,
+    written: &'a Cell<usize>,
+}
+
+impl io::Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.extend_from_slice(buf);
+        self.written.set(self.out.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Encodes `Item(obj, false)` and where its `metadata` value ends in those bytes.
+fn encode_untyped(obj: &DynamicObject) -> Result<(Vec<u8>, usize), serde_json::Error> {
+    let written = Cell::new(0);
+    let metadata_end = Cell::new(0);
+    let mut ser = serde_json::Serializer::new(Counted {
+        out: Vec::new(),
+        written: &written,
+    });
+    // The compact formatter writes each member as it goes (the comma before the next one comes
+    // with that one), so the count once `metadata` is serialized is where its value ends.
+    serialize_item(obj, false, &mut ser, || metadata_end.set(written.get()))?;
+    Ok((ser.into_inner().out, metadata_end.get()))
+}
+
+/// `{"metadata":`, with which the untyped encoding starts.
+const METADATA_KEY: &[u8] = b"{\"metadata\":";
 
 /// One stored version of an object and its encoding. Shared (`Arc<Stored>`) by the object map,
 /// the history (as an event's new or previous state) and the watches it is queued for.
@@ -50,6 +109,8 @@ pub(crate) struct Stored {
     /// Where the members after `apiVersion`/`kind` start in `typed` (at `"metadata"`): the
     /// untyped encoding is `{` then `typed[members..]`.
     members: usize,
+    /// Where the value of `metadata` (`{...}`) is in `typed`.
+    metadata: Range<usize>,
 }
 
 impl Stored {
@@ -61,7 +122,7 @@ impl Stored {
     /// `serde_json::Value` holds no non-finite number); the write that stores it then fails
     /// instead of serving made-up bytes.
     pub(crate) fn new(object: DynamicObject) -> Result<Arc<Self>, serde_json::Error> {
-        let untyped = serde_json::to_vec(&Item(&object, false))?;
+        let (untyped, metadata_end) = encode_untyped(&object)?;
         // `{"apiVersion":..,"kind":..,` then the untyped members after their `{`: the compact
         // formatter writes members in order, comma-separated, so these are the bytes of
         // `Item(object, true)`.
@@ -79,10 +140,14 @@ impl Stored {
         }
         let members = typed.len();
         typed.extend_from_slice(untyped.get(1..).unwrap_or_default());
+        // Untyped offsets move by what precedes `"metadata"` in `typed` but `{`.
+        let shift = members - 1;
+        let metadata = METADATA_KEY.len() + shift..metadata_end + shift;
         Ok(Arc::new(Self {
             object: Arc::new(object),
             typed,
             members,
+            metadata,
         }))
     }
 
@@ -104,6 +169,12 @@ impl Stored {
             out.push(b'{');
             out.extend_from_slice(self.typed.get(self.members..).unwrap_or_default());
         }
+    }
+
+    /// The JSON of the object's `metadata`, as `serde_json` writes it: a slice of the stored
+    /// encoding.
+    pub(crate) fn metadata_json(&self) -> &[u8] {
+        self.typed.get(self.metadata.clone()).unwrap_or(b"{}")
     }
 
     /// Appends the watch event line `{"type":"<kind>","object":{...}}\n` for this object.
@@ -139,6 +210,9 @@ mod tests {
             object(json!({"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": "p\"1\u{e9}", "namespace": "a", "labels": {"x": "<y>"}},
                 "spec": {"n": [1, 2.5, null, true]}, "status": {}})),
+            object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "annotations": {"a}\\\"{": "}]\\"}},
+                "data": {"k": "}"}})),
             object(json!({"apiVersion": "example.com/v1", "metadata": {}})),
             object(json!({"kind": "Thing", "metadata": {"name": "t"}, "data": {"k": "v"}})),
             object(json!({"metadata": {"name": "bare"}})),
@@ -155,6 +229,10 @@ mod tests {
                 );
                 assert_eq!(stored.json_len(typed), out.len() - 6);
             }
+            assert_eq!(
+                stored.metadata_json(),
+                serde_json::to_vec(&obj.metadata).unwrap(),
+            );
             let mut line = Vec::new();
             stored.write_event_line(&mut line, "ADDED");
             let mut expected = br#"{"type":"ADDED","object":"#.to_vec();

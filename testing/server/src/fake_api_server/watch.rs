@@ -20,7 +20,9 @@ use tokio::time::Instant;
 
 use super::body::{Abort, Chunk, ResponseBody};
 use super::faults::{FaultKind, UndecodableEvent};
+use super::negotiation::Format;
 use super::params::{ListParams, Target, parse_rv};
+use super::partial_metadata::{self, Partial};
 use super::response::error_response;
 use super::state::{Event, EventType, Shared, wait_for_rv};
 use super::status::ApiError;
@@ -53,11 +55,11 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     target: Target,
     mut p: ListParams,
-    table: bool,
+    format: Format,
     fault: Option<FaultKind>,
 ) -> Response<ResponseBody> {
     match plan(&shared, &mut p).await {
-        Ok(start) => stream(&shared, target, p, table, fault, start),
+        Ok(start) => stream(&shared, target, p, format, fault, start),
         Err(e) => error_response(&e),
     }
 }
@@ -125,7 +127,7 @@ fn stream(
     shared: &Arc<Shared>,
     target: Target,
     p: ListParams,
-    table: bool,
+    format: Format,
     fault: Option<FaultKind>,
     start: Start,
 ) -> Response<ResponseBody> {
@@ -136,15 +138,31 @@ fn stream(
         HeaderValue::from_static("application/json"),
     );
     let timeout = p.timeout.unwrap_or(shared.config.default_watch_timeout);
+    let partial = match format {
+        Format::Partial(partial) => Some(partial),
+        Format::Json | Format::Table => None,
+    };
+    // Bookmarks (and the objects of faults) are of the kind the watch's objects are.
+    let (kind, api_version) = match partial {
+        Some(partial) => (
+            partial_metadata::KIND.to_owned(),
+            partial.version.api_version().to_owned(),
+        ),
+        None => (
+            target.resource.kind.clone(),
+            target.resource.api.api_version(),
+        ),
+    };
     let producer = Producer {
-        kind: target.resource.kind.clone(),
-        api_version: target.resource.api.api_version(),
+        kind,
+        api_version,
         unfiltered: target.namespace.is_none()
             && p.label.is_empty()
             && p.field.is_empty()
             && p.name.is_none(),
         shared: shared.clone(),
-        table: table.then(|| Printer::new(&target.resource)),
+        table: (format == Format::Table).then(|| Printer::new(&target.resource)),
+        partial,
         target,
         p,
         tx,
@@ -169,6 +187,10 @@ struct Producer {
     p: ListParams,
     /// For a table watch, the printer of the resource's Tables (its columns computed once).
     table: Option<Printer>,
+    /// For a metadata-only watch, what it asked for: objects are sent as their
+    /// `PartialObjectMetadata`; asking for the list kind ends the stream at the first object,
+    /// which kube-apiserver cannot encode so and ends its stream at.
+    partial: Option<Partial>,
     tx: mpsc::Sender<Chunk>,
     /// Lines written but not sent yet (see [`Producer::write`]).
     batch: Vec<u8>,
@@ -360,6 +382,9 @@ impl Producer {
     }
 
     async fn send_bookmark(&mut self, rv: u64, initial_end: bool) -> Result<(), Stop> {
+        if self.partial.is_some_and(|p| p.list) {
+            return Err(Stop);
+        }
         let mut metadata = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             metadata["annotations"] = json!({INITIAL_EVENTS_END: "true"});
@@ -419,12 +444,25 @@ impl Producer {
                 .send_counted(|out| write_line(out, kind, &broken))
                 .await;
         }
-        self.send_counted(|out| obj.write_event_line(out, kind))
-            .await
+        match self.partial {
+            Some(partial) if partial.list => Err(Stop),
+            Some(partial) => {
+                let version = partial.version;
+                self.send_counted(|out| {
+                    partial_metadata::write_event_line(out, kind, version, obj);
+                })
+                .await
+            }
+            None => {
+                self.send_counted(|out| obj.write_event_line(out, kind))
+                    .await
+            }
+        }
     }
 
     /// When an undecodable-event fault is due for this event: the object to send instead (its
-    /// `apiVersion` a number; its metadata intact), recorded in the server's state.
+    /// `apiVersion` a number; its metadata intact; only that on a metadata-only watch),
+    /// recorded in the server's state.
     fn undecodable(&mut self, kind: &str, obj: &Stored) -> Option<serde_json::Value> {
         let (event_type, after) = match self.fault {
             Some(FaultKind::UndecodableModifiedAfter(n)) => ("MODIFIED", n),
@@ -434,7 +472,10 @@ impl Producer {
         if self.fault_fired || self.sent < after || kind != event_type {
             return None;
         }
-        let mut broken = serde_json::to_value(&*obj.object).ok()?;
+        let mut broken = match self.partial {
+            Some(_) => json!({"kind": partial_metadata::KIND, "metadata": obj.object.metadata}),
+            None => serde_json::to_value(&*obj.object).ok()?,
+        };
         broken["apiVersion"] = json!(7);
         self.fault_fired = true;
         let meta = &obj.object.metadata;

@@ -164,7 +164,12 @@ impl Client {
 
     /// Opens a watch; the status must be 200.
     pub(crate) async fn watch(&self, path: &str) -> Watch {
-        let resp = self.send(Method::GET, path, None, None).await;
+        self.watch_with(path, None).await
+    }
+
+    /// Opens a watch with an `Accept` header; the status must be 200.
+    pub(crate) async fn watch_with(&self, path: &str, accept: Option<&str>) -> Watch {
+        let resp = self.send(Method::GET, path, None, accept).await;
         assert_eq!(resp.status(), StatusCode::OK, "watch {path}");
         assert_eq!(resp.headers()["content-type"], "application/json");
         Watch {

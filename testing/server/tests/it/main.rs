@@ -14,6 +14,7 @@ mod fake_api_server_kubectl_schemas;
 mod fake_api_server_kubectl_writes;
 mod fake_api_server_lifecycle;
 mod fake_api_server_managed_fields;
+mod fake_api_server_metadata;
 mod fake_api_server_python;
 mod fake_api_server_schemas;
 mod fake_api_server_writes;
