@@ -206,6 +206,18 @@ impl<K: k8s_openapi::Resource + 'static> HttpListerWatcher<Compact<K>> {
 
 impl<K: 'static> HttpListerWatcherBuilder<Compact<K>> {
     crate::decode::setters::codec_setter!();
+
+    /// Ask for metadata only (as
+    /// [`HttpListerWatcherBuilder::<PartialObjectMetadata>::metadata_only`](HttpListerWatcherBuilder::metadata_only)
+    /// does) and keep each object's metadata in the compact form: the smallest cache of
+    /// metadata, `Compact<PartialObjectMetadata>` (`typed()` gives the
+    /// [`PartialObjectMetadata`]). The codec is the default one, given the metadata form as
+    /// well as the resource's type; set another with [`codec`](Self::codec) after this.
+    pub fn metadata_only(mut self) -> Self {
+        self.inner.decoding.expected.r#type =
+            self.inner.decoding.expected.r#type.clone().or_metadata();
+        self.codec(CompactCodec::new())
+    }
 }
 
 impl HttpListerWatcher<PartialObjectMetadata> {

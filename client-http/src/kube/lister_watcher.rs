@@ -139,6 +139,15 @@ impl<T> KubeListerWatcherBuilder<T> {
 
 impl<K: 'static> KubeListerWatcherBuilder<Compact<K>> {
     crate::decode::setters::codec_setter!();
+
+    /// Ask for metadata only and keep it compact, as
+    /// [`HttpListerWatcherBuilder`](crate::HttpListerWatcherBuilder)'s `metadata_only` for
+    /// compact objects does.
+    pub fn metadata_only(mut self) -> Self {
+        self.inner.decoding.expected.r#type =
+            self.inner.decoding.expected.r#type.clone().or_metadata();
+        self.codec(CompactCodec::new())
+    }
 }
 
 impl KubeListerWatcherBuilder<PartialObjectMetadata> {

@@ -6,7 +6,7 @@
 use futures_util::StreamExt;
 use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
 use kcache_reflector::{ListOptions, ListerWatcher, WatchEvent};
-use kcache_store::{Object, PartialObjectMetadata};
+use kcache_store::{Compact, Object, PartialObjectMetadata};
 use kcache_testing_server::scripted_server::{Reply, ScriptedServer, watch_line};
 use serde_json::json;
 
@@ -99,4 +99,31 @@ async fn whole_objects_decode_alike_and_another_type_is_refused() {
     assert_eq!(names, ["a"]);
     assert_eq!(list.skipped.len(), 1, "the ConfigMap is left out");
     assert_eq!(list.items[0].kind.as_deref(), Some("Secret"));
+}
+
+#[tokio::test]
+async fn compact_metadata_keeps_the_metadata_form_compact() {
+    let server = ScriptedServer::start(|_| {
+        let body = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+            "metadata": {"resourceVersion": "10"}, "items": [partial("a", "8")]});
+        Reply::json(200, body.to_string())
+    })
+    .await
+    .unwrap();
+    let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+    let lw = HttpListerWatcher::<Compact<PartialObjectMetadata>>::compact(client, secrets())
+        .kind("Secret")
+        .metadata_only()
+        .build();
+    let list = lw.list(&ListOptions::default()).await.unwrap();
+    let a = &list.items[0];
+    assert_eq!(a.name(), Some("a"));
+    assert_eq!(a.labels().map(|l| l["app"].as_str()), Some("web"));
+    let typed = a.typed().unwrap();
+    assert_eq!(typed.metadata.resource_version.as_deref(), Some("8"));
+    assert!(!typed.metadata.other.contains_key("managedFields"));
+    assert_eq!(
+        server.requests()[0].accept.as_deref(),
+        Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json")
+    );
 }

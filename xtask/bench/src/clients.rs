@@ -34,13 +34,15 @@ pub enum ListMode {
 }
 
 /// What kcache caches: decoded k8s-openapi `Pod`s, `Compact<Pod>`s (metadata decoded, the rest
-/// compressed; the handler of the bench does not decode them), or `PartialObjectMetadata`s of a
-/// metadata-only lister-watcher (the server sends each pod's metadata alone).
+/// compressed; the handler of the bench does not decode them), or, from a metadata-only
+/// lister-watcher (the server sends each pod's metadata alone), `PartialObjectMetadata`s or
+/// their compact form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
     Typed,
     Compact,
     Metadata,
+    MetadataCompact,
 }
 
 /// Which HTTP client kcache's informer lists and watches through.
@@ -82,7 +84,7 @@ pub struct Row {
     pub which: Which,
 }
 
-use Form::{Compact, Metadata, Typed};
+use Form::{Compact, Metadata, MetadataCompact, Typed};
 use ListMode::{Paginated, Streaming};
 
 const fn kube(list: ListMode, own_thread: bool) -> Which {
@@ -140,6 +142,7 @@ pub const ROWS: &[Row] = &[
     row("kube-rs-metadata", "kube-rs metadata_watcher, paginated", Which::KubeRsMetadata { list: Paginated }),
     row("metadata", "kcache PartialObjectMetadata (metadata only, streaming, run)", kcache(Metadata, Streaming, true, false)),
     row("metadata-paged", "kcache PartialObjectMetadata, paginated", kcache(Metadata, Paginated, true, false)),
+    row("metadata-compact", "kcache Compact<PartialObjectMetadata> (metadata only, streaming, run)", kcache(MetadataCompact, Streaming, true, false)),
 ];
 
 /// The rows run when `--only` is not given: kube-rs's two list modes, kcache's typed and compact
@@ -309,6 +312,29 @@ pub async fn start(which: Which, target: &Target) -> Result<Running, BoxError> {
                         KubeListerWatcher::<PartialObjectMetadata>::metadata(
                             kube_pods(target).await?,
                         )
+                        .build(),
+                    ),
+                };
+                start_kcache(lw, list, inline, seen, cancel).await
+            }
+            MetadataCompact => {
+                let lw: Arc<dyn ListerWatcher<CompactObject<PartialObjectMetadata>>> = match backend
+                {
+                    Backend::Http => Arc::new(
+                        HttpListerWatcher::<CompactObject<PartialObjectMetadata>>::compact(
+                            Client::new(target.kcache_config()?)?,
+                            kcache_client_http::ApiResource::new("", "v1", "pods", true),
+                        )
+                        .kind("Pod")
+                        .metadata_only()
+                        .all_namespaces()
+                        .build(),
+                    ),
+                    Backend::Kube => Arc::new(
+                        KubeListerWatcher::<CompactObject<PartialObjectMetadata>>::compact(
+                            kube_pods(target).await?,
+                        )
+                        .metadata_only()
                         .build(),
                     ),
                 };
