@@ -522,8 +522,8 @@ pub struct Timed {
     pub events_cpu: Duration,
     /// Backlog: start to the last update seen (zero in the quiet scenario).
     pub caught_up: Duration,
-    /// Bytes the client process read during the sync (`rchar`): over plain HTTP, the list or
-    /// streaming list as it came off the wire.
+    /// Bytes received on the loopback interface during the sync: the list or streaming list as
+    /// it came off the wire (over HTTPS, its TLS records).
     pub sync_read_bytes: u64,
 }
 
@@ -585,10 +585,10 @@ pub async fn timed(
 ) -> Result<Timed, BoxError> {
     let baseline_rss = procfs::rss()?;
     procfs::reset_peak_rss()?;
-    let read_before = procfs::read_bytes()?;
+    let read_before = procfs::loopback_bytes()?;
     let (start_clock, start_cpu) = now()?;
     let (running, sync, cpu) = synced(row, target, pods, (start_clock, start_cpu)).await?;
-    let sync_read_bytes = procfs::read_bytes()?.saturating_sub(read_before);
+    let sync_read_bytes = procfs::loopback_bytes()?.saturating_sub(read_before);
     let sync_peak_rss = procfs::peak_rss()?.saturating_sub(baseline_rss);
     eprintln!(
         "  client: synced in {:.2} s (user {:.2} s, system {:.2} s, {} minor faults)",

@@ -686,7 +686,7 @@ fn print_table(table: &Table<'_>, runs: &[Vec<Run>], floor: f64) -> Result<(), B
     println!(
         "Ratios are against \"{}\"; time, CPU and memory ratios below 1 favour the row, events/s ratios above 1 do. \
          RSS is less the client process's {baseline_rss:.0} MB before its start; KB/object is live heap at sync over the pods cached; \
-         sync bytes/object: what the client process read (`rchar`) during the sync over the pods cached (over HTTPS, TLS records). \
+         sync bytes/object: the bytes received on the loopback interface during the sync (the server's answers, over HTTPS its TLS records) over the pods cached. \
          vs floor: events/s against bare serde_json's decoding of this shape on one core. \
          The server used at most {server_cpu:.2} s of CPU between a client's start and its sync.",
         base_row.label
