@@ -46,6 +46,16 @@ pub(crate) struct Env {
 impl Drop for Env {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.kubeconfig);
+        let _ = std::fs::remove_dir_all(self.cache_dir());
+    }
+}
+
+impl Env {
+    /// kubectl's discovery cache for this server alone: kubectl keys its cache by host and
+    /// port and keeps it for hours, and a later server on the same port (another test, another
+    /// run) serves other kinds.
+    pub(crate) fn cache_dir(&self) -> std::path::PathBuf {
+        self.kubeconfig.with_extension("cache")
     }
 }
 
@@ -68,6 +78,7 @@ pub(crate) fn kubectl(env: &Env, args: &[&str]) -> Command {
     let mut cmd = Command::new(KUBECTL);
     cmd.args(args)
         .arg("--request-timeout=10s")
+        .arg(format!("--cache-dir={}", env.cache_dir().display()))
         .env("KUBECONFIG", &env.kubeconfig)
         .env("HOME", std::env::temp_dir())
         .env_remove("HTTPS_PROXY")
