@@ -224,7 +224,7 @@ impl HttpListerWatcher<PartialObjectMetadata> {
     /// A builder of a metadata-only lister-watcher of `resource`: the API server sends each
     /// object's metadata alone (`PartialObjectMetadata`), a fraction of the bytes, decoded into
     /// [`PartialObjectMetadata`]s that name the resource's `apiVersion`; to name its kind too,
-    /// use [`metadata_of`](Self::metadata_of) for a k8s-openapi type, or
+    /// use `metadata_of` for a k8s-openapi type (feature `k8s-openapi`), or
     /// `builder(client, resource).kind("Secret").metadata_only()`. For any resource, custom
     /// ones included: how controllers watch every secret or config map of a cluster for their
     /// labels or owners.
