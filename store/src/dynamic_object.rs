@@ -1,6 +1,5 @@
 //! [`DynamicObject`]: any Kubernetes object, with typed metadata and the rest as JSON.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{MapAccess, Visitor};
@@ -8,8 +7,8 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::ObjectMeta;
 use crate::meta::{FieldKey, FieldKeySeed, next_typed};
-use crate::{Object, ObjectMeta};
 
 /// An object of any kind: `apiVersion`, `kind` and [`ObjectMeta`] typed, every other top-level
 /// field (`spec`, `status`, `data`, ...) kept as JSON in [`data`](Self::data).
@@ -58,48 +57,7 @@ impl DynamicObject {
     }
 }
 
-impl Object for DynamicObject {
-    fn name(&self) -> Option<&str> {
-        self.metadata.name.as_deref()
-    }
-    fn namespace(&self) -> Option<&str> {
-        self.metadata.namespace.as_deref()
-    }
-    fn resource_version(&self) -> Option<&str> {
-        self.metadata.resource_version.as_deref()
-    }
-    fn uid(&self) -> Option<&str> {
-        self.metadata.uid.as_deref()
-    }
-    fn labels(&self) -> Option<&BTreeMap<String, String>> {
-        self.metadata.labels.as_ref()
-    }
-    fn annotations(&self) -> Option<&BTreeMap<String, String>> {
-        self.metadata.annotations.as_ref()
-    }
-    fn is_being_deleted(&self) -> bool {
-        self.metadata.deletion_timestamp.is_some()
-    }
-    fn generation(&self) -> Option<i64> {
-        self.metadata.generation
-    }
-    fn api_version(&self) -> Option<&str> {
-        self.api_version.as_deref()
-    }
-    fn kind(&self) -> Option<&str> {
-        self.kind.as_deref()
-    }
-    /// Read from the untyped part of the metadata; entries that do not parse are left out.
-    fn owner_references(&self) -> Vec<crate::OwnerReference> {
-        match self.metadata.other.get("ownerReferences") {
-            Some(serde_json::Value::Array(refs)) => refs
-                .iter()
-                .filter_map(|r| crate::OwnerReference::deserialize(r).ok())
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-}
+crate::object::object_from_meta!(DynamicObject);
 
 impl<'de> Deserialize<'de> for DynamicObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -176,6 +134,7 @@ impl Serialize for DynamicObject {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Object;
     use serde_json::json;
 
     #[test]

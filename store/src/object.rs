@@ -79,3 +79,60 @@ pub trait Object: Send + Sync + 'static {
         crate::ObjectKey::of(self)
     }
 }
+
+/// Implements [`Object`] for a type with `metadata: ObjectMeta` and `api_version`/`kind`
+/// options of any string type (`String`, `Arc<str>`): the accessors read the typed metadata,
+/// owner references its untyped part. One definition for
+/// [`DynamicObject`](crate::DynamicObject) and
+/// [`PartialObjectMetadata`](crate::PartialObjectMetadata).
+macro_rules! object_from_meta {
+    ($type:ty) => {
+        impl $crate::Object for $type {
+            fn name(&self) -> Option<&str> {
+                self.metadata.name.as_deref()
+            }
+            fn namespace(&self) -> Option<&str> {
+                self.metadata.namespace.as_deref()
+            }
+            fn resource_version(&self) -> Option<&str> {
+                self.metadata.resource_version.as_deref()
+            }
+            fn uid(&self) -> Option<&str> {
+                self.metadata.uid.as_deref()
+            }
+            fn labels(&self) -> Option<&std::collections::BTreeMap<String, String>> {
+                self.metadata.labels.as_ref()
+            }
+            fn annotations(&self) -> Option<&std::collections::BTreeMap<String, String>> {
+                self.metadata.annotations.as_ref()
+            }
+            fn is_being_deleted(&self) -> bool {
+                self.metadata.deletion_timestamp.is_some()
+            }
+            fn generation(&self) -> Option<i64> {
+                self.metadata.generation
+            }
+            fn api_version(&self) -> Option<&str> {
+                self.api_version.as_deref()
+            }
+            fn kind(&self) -> Option<&str> {
+                self.kind.as_deref()
+            }
+            /// Read from the untyped part of the metadata; entries that do not parse are left
+            /// out.
+            fn owner_references(&self) -> Vec<$crate::OwnerReference> {
+                match self.metadata.other.get("ownerReferences") {
+                    Some(serde_json::Value::Array(refs)) => refs
+                        .iter()
+                        .filter_map(|r| {
+                            <$crate::OwnerReference as serde::Deserialize>::deserialize(r).ok()
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use object_from_meta;

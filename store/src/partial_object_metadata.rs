@@ -1,15 +1,15 @@
 //! [`PartialObjectMetadata`]: an object's metadata alone, what a metadata-only list or watch
 //! (`Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`) sends.
 
-use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::ObjectMeta;
 use crate::meta::{FieldKey, FieldKeySeed};
-use crate::{Object, ObjectMeta};
 
 /// The `apiVersion` of the metadata-only forms (`meta.k8s.io/v1`).
 pub const META_V1: &str = "meta.k8s.io/v1";
@@ -45,11 +45,11 @@ pub const PARTIAL_OBJECT_METADATA: &str = "PartialObjectMetadata";
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PartialObjectMetadata {
-    /// `apiVersion`: of the object described once a metadata-only lister-watcher has set it,
-    /// else as sent.
-    pub api_version: Option<String>,
+    /// `apiVersion`: of the object described once a metadata-only lister-watcher has set it
+    /// (one string shared by all its objects), else as sent.
+    pub api_version: Option<Arc<str>>,
     /// `kind`: as [`api_version`](Self::api_version).
-    pub kind: Option<String>,
+    pub kind: Option<Arc<str>>,
     /// `metadata`.
     pub metadata: ObjectMeta,
 }
@@ -64,48 +64,7 @@ impl PartialObjectMetadata {
     }
 }
 
-impl Object for PartialObjectMetadata {
-    fn name(&self) -> Option<&str> {
-        self.metadata.name.as_deref()
-    }
-    fn namespace(&self) -> Option<&str> {
-        self.metadata.namespace.as_deref()
-    }
-    fn resource_version(&self) -> Option<&str> {
-        self.metadata.resource_version.as_deref()
-    }
-    fn uid(&self) -> Option<&str> {
-        self.metadata.uid.as_deref()
-    }
-    fn labels(&self) -> Option<&BTreeMap<String, String>> {
-        self.metadata.labels.as_ref()
-    }
-    fn annotations(&self) -> Option<&BTreeMap<String, String>> {
-        self.metadata.annotations.as_ref()
-    }
-    fn is_being_deleted(&self) -> bool {
-        self.metadata.deletion_timestamp.is_some()
-    }
-    fn generation(&self) -> Option<i64> {
-        self.metadata.generation
-    }
-    fn api_version(&self) -> Option<&str> {
-        self.api_version.as_deref()
-    }
-    fn kind(&self) -> Option<&str> {
-        self.kind.as_deref()
-    }
-    /// Read from the untyped part of the metadata; entries that do not parse are left out.
-    fn owner_references(&self) -> Vec<crate::OwnerReference> {
-        match self.metadata.other.get("ownerReferences") {
-            Some(serde_json::Value::Array(refs)) => refs
-                .iter()
-                .filter_map(|r| crate::OwnerReference::deserialize(r).ok())
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-}
+crate::object::object_from_meta!(PartialObjectMetadata);
 
 impl<'de> Deserialize<'de> for PartialObjectMetadata {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -122,8 +81,12 @@ impl<'de> Deserialize<'de> for PartialObjectMetadata {
                 let mut o = PartialObjectMetadata::default();
                 while let Some(key) = map.next_key_seed(FieldKeySeed(&FIELDS))? {
                     match key {
-                        FieldKey::Known(0) => o.api_version = map.next_value()?,
-                        FieldKey::Known(1) => o.kind = map.next_value()?,
+                        FieldKey::Known(0) => {
+                            o.api_version = map.next_value::<Option<String>>()?.map(Arc::from);
+                        }
+                        FieldKey::Known(1) => {
+                            o.kind = map.next_value::<Option<String>>()?.map(Arc::from);
+                        }
                         FieldKey::Known(_) => {
                             o.metadata =
                                 map.next_value::<Option<ObjectMeta>>()?.unwrap_or_default();
@@ -144,10 +107,10 @@ impl Serialize for PartialObjectMetadata {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
         if let Some(v) = &self.api_version {
-            map.serialize_entry("apiVersion", v)?;
+            map.serialize_entry("apiVersion", &**v)?;
         }
         if let Some(v) = &self.kind {
-            map.serialize_entry("kind", v)?;
+            map.serialize_entry("kind", &**v)?;
         }
         map.serialize_entry("metadata", &self.metadata)?;
         map.end()
@@ -157,6 +120,7 @@ impl Serialize for PartialObjectMetadata {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Object;
     use serde_json::json;
 
     #[test]

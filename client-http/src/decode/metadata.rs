@@ -31,6 +31,9 @@ pub(crate) fn metadata_objects(
     expected: ExpectedType,
     skip_managed_fields: bool,
 ) -> ObjectFn<PartialObjectMetadata> {
+    // One copy of the type's names, shared by every object.
+    let type_api_version: Option<Arc<str>> = expected.api_version().map(Arc::from);
+    let type_kind: Option<Arc<str>> = expected.kind().map(Arc::from);
     Arc::new(move |json: &str| {
         let mut object: PartialObjectMetadata = decode_object(json, skip_managed_fields, None)?;
         let (api_version, kind) = (object.api_version.as_deref(), object.kind.as_deref());
@@ -39,10 +42,10 @@ pub(crate) fn metadata_objects(
                 .check_object(api_version, kind)
                 .map_err(serde_json::Error::custom)?;
         }
-        if let Some(api_version) = expected.api_version() {
-            object.api_version = Some(api_version.to_owned());
+        if type_api_version.is_some() {
+            object.api_version.clone_from(&type_api_version);
         }
-        object.kind = expected.kind().map(str::to_owned);
+        object.kind.clone_from(&type_kind);
         Ok(object)
     })
 }

@@ -612,7 +612,7 @@ impl State {
         } else {
             objects.insert(key.clone(), obj.clone());
         }
-        self.ownership.track(
+        let owners_removed = self.ownership.track(
             id,
             &key,
             kind,
@@ -621,9 +621,7 @@ impl State {
         );
         let old_definition = if definition { old.clone() } else { None };
         // Written with owners already gone: the collector deletes it, once the write is done.
-        let orphaned = (kind != EventType::Deleted
-            && self.ownership.owners_all_removed(&obj.object))
-        .then(|| key.clone());
+        let orphaned = (kind != EventType::Deleted && owners_removed).then(|| key.clone());
         self.record(id, kind, key, obj.clone(), old);
         if definition {
             if kind == EventType::Deleted {

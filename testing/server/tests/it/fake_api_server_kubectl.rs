@@ -90,12 +90,47 @@ pub(crate) fn kubectl(env: &Env, args: &[&str]) -> Command {
     cmd
 }
 
-/// Runs kubectl to the end (20 s at most); its stdout, asserting that it succeeded.
-pub(crate) async fn run(env: &Env, args: &[&str]) -> String {
-    let out = tokio::time::timeout(Duration::from_secs(20), kubectl(env, args).output())
+/// A manifest written next to the kubeconfig, removed on drop.
+pub(crate) struct Manifest(PathBuf);
+
+impl Manifest {
+    /// Writes `yaml` as manifest `name`.
+    pub(crate) fn new(env: &Env, name: &str, yaml: &str) -> Self {
+        let path = env.kubeconfig.with_extension(format!("{name}.yaml"));
+        std::fs::write(&path, yaml).unwrap();
+        Self(path)
+    }
+
+    /// Its path, for `-f`.
+    pub(crate) fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for Manifest {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Runs kubectl to the end (20 s at most), whether it succeeds or not.
+pub(crate) async fn output(env: &Env, args: &[&str]) -> std::process::Output {
+    tokio::time::timeout(Duration::from_secs(20), kubectl(env, args).output())
         .await
         .expect("kubectl within 20 s")
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs kubectl expecting it to fail; its stderr.
+pub(crate) async fn fails(env: &Env, args: &[&str]) -> String {
+    let out = output(env, args).await;
+    assert!(!out.status.success(), "kubectl {args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs kubectl to the end (20 s at most); its stdout, asserting that it succeeded.
+pub(crate) async fn run(env: &Env, args: &[&str]) -> String {
+    let out = output(env, args).await;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),

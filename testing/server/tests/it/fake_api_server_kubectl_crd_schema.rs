@@ -6,9 +6,7 @@
 //! Like the other kubectl tests they need `/usr/bin/kubectl`, and pass saying they did not run
 //! without it unless `KCACHE_REQUIRE_KUBECTL` is set.
 
-use std::time::Duration;
-
-use crate::fake_api_server_kubectl::{Env, env, kubectl, kubectl_available, run};
+use crate::fake_api_server_kubectl::{Env, Manifest, env, kubectl_available, output, run};
 
 const WIDGET_CRD: &str = "\
 apiVersion: apiextensions.k8s.io/v1
@@ -51,28 +49,18 @@ spec:
       priority: 1
 ";
 
-/// Writes `yaml` to a file beside the kubeconfig; its path.
-fn manifest(env: &Env, name: &str, yaml: &str) -> String {
-    let path = env.kubeconfig.with_extension(format!("{name}.yaml"));
-    std::fs::write(&path, yaml).unwrap();
-    path.to_str().unwrap().to_owned()
-}
-
 /// A widget manifest named `name` in namespace `shop` with spec `spec` (YAML, indented).
-fn widget(env: &Env, name: &str, spec: &str) -> String {
+fn widget(env: &Env, name: &str, spec: &str) -> Manifest {
     let yaml = format!(
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {name}\n  namespace: \
          shop\nspec:\n{spec}"
     );
-    manifest(env, name, &yaml)
+    Manifest::new(env, name, &yaml)
 }
 
 /// Runs kubectl; whether it succeeded, its stdout and its stderr.
 async fn outcome(env: &Env, args: &[&str]) -> (bool, String, String) {
-    let out = tokio::time::timeout(Duration::from_secs(20), kubectl(env, args).output())
-        .await
-        .expect("kubectl within 20 s")
-        .unwrap();
+    let out = output(env, args).await;
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -83,8 +71,8 @@ async fn outcome(env: &Env, args: &[&str]) -> (bool, String, String) {
 /// A server with the widget definition installed and established.
 async fn installed() -> Env {
     let env = env(true).await;
-    let crd = manifest(&env, "crd", WIDGET_CRD);
-    run(&env, &["apply", "-f", &crd]).await;
+    let crd = Manifest::new(&env, "crd", WIDGET_CRD);
+    run(&env, &["apply", "-f", crd.path()]).await;
     run(
         &env,
         &[
@@ -109,7 +97,7 @@ async fn kubectl_explains_and_prints_a_custom_resource_from_its_schema() {
     assert!(out.contains("size"), "{out}");
     assert!(out.contains("How big the widget is, in inches."), "{out}");
     let file = widget(&env, "gear", "  size: 3\n");
-    let out = run(&env, &["apply", "-f", &file]).await;
+    let out = run(&env, &["apply", "-f", file.path()]).await;
     assert!(out.contains("widget.example.com/gear created"), "{out}");
     let out = run(&env, &["get", "widgets", "-n", "shop"]).await;
     let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
@@ -128,7 +116,7 @@ async fn kubectl_apply_warns_of_unknown_fields_and_fails_on_wrong_types() {
     }
     let env = installed().await;
     let file = widget(&env, "odd", "  size: 3\n  foo: bar\n");
-    let (ok, out, err) = outcome(&env, &["apply", "--validate=warn", "-f", &file]).await;
+    let (ok, out, err) = outcome(&env, &["apply", "--validate=warn", "-f", file.path()]).await;
     assert!(ok, "{err}");
     assert!(out.contains("widget.example.com/odd created"), "{out}");
     assert!(err.contains("Warning: unknown field \"spec.foo\""), "{err}");
@@ -147,14 +135,14 @@ async fn kubectl_apply_warns_of_unknown_fields_and_fails_on_wrong_types() {
     .await;
     assert!(!foo.contains("foo"), "pruned: {foo}");
     // kubectl's default validation is strict: the unknown field is refused.
-    let (ok, _, err) = outcome(&env, &["apply", "-f", &file]).await;
+    let (ok, _, err) = outcome(&env, &["apply", "-f", file.path()]).await;
     assert!(!ok);
     assert!(
         err.contains("strict decoding error: unknown field \"spec.foo\""),
         "{err}"
     );
     let file = widget(&env, "bad", "  size: big\n");
-    let (ok, _, err) = outcome(&env, &["apply", "-f", &file]).await;
+    let (ok, _, err) = outcome(&env, &["apply", "-f", file.path()]).await;
     assert!(!ok);
     // kubectl prints a 422 from its details: the kind, the name and each cause.
     assert!(

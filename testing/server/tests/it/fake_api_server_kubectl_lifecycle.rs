@@ -6,12 +6,10 @@
 //! Like the other kubectl tests they need `/usr/bin/kubectl`, and pass saying they did not run
 //! without it unless `KCACHE_REQUIRE_KUBECTL` is set.
 
-use std::time::Duration;
-
 use kcache_testing_server::fake_api_server::ServedResource;
 
 use crate::fake_api_server::pod;
-use crate::fake_api_server_kubectl::{Env, env, kubectl, kubectl_available, run};
+use crate::fake_api_server_kubectl::{Manifest, env, fails, kubectl, kubectl_available, run};
 
 const DEPLOYMENT: &str = "\
 apiVersion: apps/v1
@@ -34,44 +32,27 @@ spec:
         image: nginx:1.27
 ";
 
-/// Writes `yaml` to a file beside the kubeconfig; its path.
-fn manifest(env: &Env, name: &str, yaml: &str) -> String {
-    let path = env.kubeconfig.with_extension(format!("{name}.yaml"));
-    std::fs::write(&path, yaml).unwrap();
-    path.to_str().unwrap().to_owned()
-}
-
-/// Runs kubectl expecting it to fail; its stderr.
-async fn fails(env: &Env, args: &[&str]) -> String {
-    let out = tokio::time::timeout(Duration::from_secs(20), kubectl(env, args).output())
-        .await
-        .expect("kubectl within 20 s")
-        .unwrap();
-    assert!(!out.status.success(), "kubectl {args:?} succeeded");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 #[tokio::test]
 async fn kubectl_dry_run_diff_scale_and_status() {
     if !kubectl_available("kubectl_dry_run_diff_scale_and_status") {
         return;
     }
     let env = env(true).await;
-    let file = manifest(&env, "deployment", DEPLOYMENT);
-    let out = run(&env, &["apply", "-f", &file, "--dry-run=server"]).await;
+    let file = Manifest::new(&env, "deployment", DEPLOYMENT);
+    let out = run(&env, &["apply", "-f", file.path(), "--dry-run=server"]).await;
     assert!(
         out.contains("deployment.apps/web created (server dry run)"),
         "{out}"
     );
     assert!(env.server.list(&ServedResource::deployments()).is_empty());
-    run(&env, &["apply", "-f", &file]).await;
+    run(&env, &["apply", "-f", file.path()]).await;
     // `diff` asks the server for a dry run of the change and prints it.
-    let changed = manifest(
+    let changed = Manifest::new(
         &env,
         "changed",
         &DEPLOYMENT.replace("replicas: 2", "replicas: 3"),
     );
-    let out = kubectl(&env, &["diff", "-f", &changed])
+    let out = kubectl(&env, &["diff", "-f", changed.path()])
         .output()
         .await
         .unwrap();
@@ -153,8 +134,8 @@ async fn kubectl_get_all_auth_can_i_and_readyz() {
     env.server
         .create(&ServedResource::pods(), pod("shop", "web-1", "web"))
         .unwrap();
-    let file = manifest(&env, "all", DEPLOYMENT);
-    run(&env, &["apply", "-f", &file]).await;
+    let file = Manifest::new(&env, "all", DEPLOYMENT);
+    run(&env, &["apply", "-f", file.path()]).await;
     let out = run(&env, &["get", "all", "-n", "shop"]).await;
     assert!(
         out.contains("pod/web-1") && out.contains("deployment.apps/web"),
@@ -179,8 +160,8 @@ async fn kubectl_delete_of_an_owner_and_of_a_namespace() {
         return;
     }
     let env = env(true).await;
-    let file = manifest(&env, "owner", DEPLOYMENT);
-    run(&env, &["apply", "-f", &file]).await;
+    let file = Manifest::new(&env, "owner", DEPLOYMENT);
+    run(&env, &["apply", "-f", file.path()]).await;
     let uid = run(
         &env,
         &[
@@ -201,14 +182,14 @@ async fn kubectl_delete_of_an_owner_and_of_a_namespace() {
          template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      \
          - name: nginx\n        image: nginx:1.27\n"
     );
-    let rs_file = manifest(&env, "replicaset", &rs);
-    run(&env, &["create", "-f", &rs_file]).await;
+    let rs_file = Manifest::new(&env, "replicaset", &rs);
+    run(&env, &["create", "-f", rs_file.path()]).await;
     let out = run(&env, &["delete", "-n", "shop", "deployment", "web"]).await;
     assert!(out.contains("deployment.apps \"web\" deleted"), "{out}");
     assert!(env.server.list(&ServedResource::replicasets()).is_empty());
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\ndata:\n  a: \"1\"\n";
-    let cm_file = manifest(&env, "configmap", cm);
-    run(&env, &["apply", "-f", &cm_file]).await;
+    let cm_file = Manifest::new(&env, "configmap", cm);
+    run(&env, &["apply", "-f", cm_file.path()]).await;
     let out = run(&env, &["delete", "namespace", "shop"]).await;
     assert!(out.contains("namespace \"shop\" deleted"), "{out}");
     assert!(env.server.list(&ServedResource::configmaps()).is_empty());
@@ -260,8 +241,8 @@ async fn kubectl_installs_a_crd_then_its_objects() {
         return;
     }
     let env = env(true).await;
-    let crd = manifest(&env, "crd", WIDGET_CRD);
-    let out = run(&env, &["apply", "-f", &crd]).await;
+    let crd = Manifest::new(&env, "crd", WIDGET_CRD);
+    let out = run(&env, &["apply", "-f", crd.path()]).await;
     assert!(
         out.contains("customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"),
         "{out}"
@@ -276,8 +257,8 @@ async fn kubectl_installs_a_crd_then_its_objects() {
         ],
     )
     .await;
-    let widget = manifest(&env, "widget", WIDGET);
-    let out = run(&env, &["apply", "-f", &widget]).await;
+    let widget = Manifest::new(&env, "widget", WIDGET);
+    let out = run(&env, &["apply", "-f", widget.path()]).await;
     assert!(out.contains("widget.example.com/gear created"), "{out}");
     let out = run(&env, &["get", "wd", "-n", "shop"]).await;
     assert!(out.contains("gear"), "{out}");
@@ -295,7 +276,7 @@ async fn kubectl_installs_a_crd_then_its_objects() {
     )
     .await;
     assert_eq!(size, "3");
-    let out = run(&env, &["delete", "-f", &crd]).await;
+    let out = run(&env, &["delete", "-f", crd.path()]).await;
     assert!(out.contains("deleted"), "{out}");
     let err = fails(&env, &["get", "widgets", "-n", "shop"]).await;
     // kubectl says so from discovery, or from the 404 of a list when its cache still had it.

@@ -6,43 +6,10 @@
 //! Like the other kubectl tests they need `/usr/bin/kubectl`, and pass saying they did not run
 //! without it unless `KCACHE_REQUIRE_KUBECTL` is set.
 
-use std::path::PathBuf;
-use std::process::Output;
-use std::time::Duration;
-
 use kcache_testing_server::fake_api_server::ServedResource;
 use serde_json::Value;
 
-use crate::fake_api_server_kubectl::{Env, env, kubectl, kubectl_available, run};
-
-/// Writes manifest `yaml` next to the kubeconfig; the path is removed on drop.
-struct Manifest(PathBuf);
-
-impl Manifest {
-    fn new(env: &Env, name: &str, yaml: &str) -> Self {
-        let path = env.kubeconfig.with_extension(format!("{name}.yaml"));
-        std::fs::write(&path, yaml).unwrap();
-        Self(path)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for Manifest {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// Runs kubectl to the end (20 s at most), whether it succeeds or not.
-async fn output(env: &Env, args: &[&str]) -> Output {
-    tokio::time::timeout(Duration::from_secs(20), kubectl(env, args).output())
-        .await
-        .expect("kubectl within 20 s")
-        .unwrap()
-}
+use crate::fake_api_server_kubectl::{Manifest, env, kubectl_available, output, run};
 
 const DEPLOYMENT: &str = "\
 apiVersion: apps/v1

@@ -8,34 +8,11 @@
 //! Like the other kubectl tests they need `/usr/bin/kubectl`, and pass saying they did not run
 //! without it unless `KCACHE_REQUIRE_KUBECTL` is set.
 
-use std::path::PathBuf;
-
 use kcache_testing_server::fake_api_server::ServedResource;
 use serde_json::{Value, json};
 
 use crate::fake_api_server::pod;
-use crate::fake_api_server_kubectl::{Env, env, kubectl, kubectl_available, run};
-
-/// A manifest file for kubectl, removed on drop.
-struct Manifest(PathBuf);
-
-impl Manifest {
-    fn new(env: &Env, name: &str, yaml: &str) -> Self {
-        let path = env.kubeconfig.with_extension(format!("{name}.yaml"));
-        std::fs::write(&path, yaml).unwrap();
-        Self(path)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for Manifest {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use crate::fake_api_server_kubectl::{Env, Manifest, env, kubectl, kubectl_available, run};
 
 const DEPLOYMENT_AND_CONFIGMAP: &str = "\
 apiVersion: apps/v1

@@ -86,7 +86,10 @@ pub(crate) struct Ownership {
 
 impl Ownership {
     /// Follows one committed change of the object at `key` of `id`: `obj` is its new state
-    /// (the last one for a deletion), `old` the one before.
+    /// (the last one for a deletion), `old` the one before. Returns whether the new state is
+    /// owned only by objects that were removed (see
+    /// [`owners_all_removed`](Self::owners_all_removed)). Owner uids are compared borrowed: a
+    /// write that keeps its owners (almost every update) allocates nothing here.
     pub(crate) fn track(
         &mut self,
         id: &ResourceId,
@@ -94,7 +97,7 @@ impl Ownership {
         kind: EventType,
         obj: &DynamicObject,
         old: Option<&DynamicObject>,
-    ) {
+    ) -> bool {
         let place = || (id.clone(), key.to_owned());
         if let Some(uid) = obj.metadata.uid.as_deref() {
             if kind == EventType::Deleted {
@@ -110,20 +113,23 @@ impl Ownership {
         } else {
             owner_uids(obj)
         };
-        if before == after {
-            return;
-        }
-        for uid in before.iter().filter(|u| !after.contains(u)) {
-            if let Some(set) = self.dependents.get_mut(uid) {
-                set.remove(&place());
-                if set.is_empty() {
-                    self.dependents.remove(uid);
+        if before != after {
+            for uid in before.iter().filter(|u| !after.contains(u)) {
+                if let Some(set) = self.dependents.get_mut(*uid) {
+                    set.remove(&place());
+                    if set.is_empty() {
+                        self.dependents.remove(*uid);
+                    }
                 }
             }
+            for uid in after.iter().filter(|u| !before.contains(u)) {
+                self.dependents
+                    .entry((*uid).to_owned())
+                    .or_default()
+                    .insert(place());
+            }
         }
-        for uid in after.into_iter().filter(|u| !before.contains(u)) {
-            self.dependents.entry(uid).or_default().insert(place());
-        }
+        self.owners_all_removed(&after)
     }
 
     /// Remembers that the object of `uid` was removed, forgetting the oldest past the bound.
@@ -138,13 +144,12 @@ impl Ownership {
         }
     }
 
-    /// Whether `obj` is owned only by objects that were removed: it has owners, none exists,
-    /// and one at least existed here.
-    pub(crate) fn owners_all_removed(&self, obj: &DynamicObject) -> bool {
-        let owners = owner_uids(obj);
+    /// Whether `owners` (an object's owner uids) are all of objects that were removed: there
+    /// is one at least, none exists, and one at least existed here.
+    fn owners_all_removed(&self, owners: &[&str]) -> bool {
         !owners.is_empty()
-            && owners.iter().all(|uid| !self.live.contains_key(uid))
-            && owners.iter().any(|uid| self.removed_set.contains(uid))
+            && owners.iter().all(|uid| !self.live.contains_key(*uid))
+            && owners.iter().any(|uid| self.removed_set.contains(*uid))
     }
 
     /// Records an object stored without a change event (a namespace made at start).
@@ -167,8 +172,8 @@ impl Ownership {
     }
 }
 
-/// The uids an object's `metadata.ownerReferences` name.
-pub(crate) fn owner_uids(obj: &DynamicObject) -> Vec<String> {
+/// The uids an object's `metadata.ownerReferences` name (no allocation without owners).
+pub(crate) fn owner_uids(obj: &DynamicObject) -> Vec<&str> {
     obj.metadata
         .other
         .get("ownerReferences")
@@ -176,7 +181,6 @@ pub(crate) fn owner_uids(obj: &DynamicObject) -> Vec<String> {
         .map(|refs| {
             refs.iter()
                 .filter_map(|r| r.get("uid").and_then(Value::as_str))
-                .map(str::to_owned)
                 .collect()
         })
         .unwrap_or_default()
@@ -335,7 +339,7 @@ impl State {
             }
         }
         for owner in owner_uids(removed) {
-            self.release_foreground(&owner)?;
+            self.release_foreground(owner)?;
         }
         if let Some(ns) = removed.metadata.namespace.as_deref()
             && self.resource(id)?.resource.api.namespaced
@@ -428,6 +432,25 @@ impl State {
             .collect()
     }
 
+    /// Whether namespace `ns` holds no object: one range lookup per namespaced resource, so
+    /// that each removal during a namespace's termination costs no scan of its contents.
+    fn namespace_is_empty(&self, ns: &str) -> bool {
+        let from = format!("{ns}/");
+        let to = format!("{ns}0");
+        self.resources
+            .values()
+            .filter(|rs| rs.resource.api.namespaced)
+            .all(|rs| {
+                rs.objects
+                    .range::<str, _>((
+                        std::ops::Bound::Included(from.as_str()),
+                        std::ops::Bound::Excluded(to.as_str()),
+                    ))
+                    .next()
+                    .is_none()
+            })
+    }
+
     /// Whether namespace `ns` is being deleted.
     pub(crate) fn namespace_terminating(&self, ns: &str) -> bool {
         self.resources
@@ -439,7 +462,7 @@ impl State {
     /// Removes namespace `ns` if it is terminating and empty: its `kubernetes` finalizer goes,
     /// then the namespace unless other finalizers hold it.
     fn finish_namespace(&mut self, ns: &str) -> Result<(), ApiError> {
-        if !self.namespace_terminating(ns) || !self.namespace_contents(ns).is_empty() {
+        if !self.namespace_terminating(ns) || !self.namespace_is_empty(ns) {
             return Ok(());
         }
         let id = NAMESPACES.clone();
