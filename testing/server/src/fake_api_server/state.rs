@@ -192,6 +192,11 @@ pub(crate) struct State {
     ownership: Ownership,
     /// Cluster IPs given to services so far (see [`allocate_ip`](Self::allocate_ip)).
     service_ips: u32,
+    /// Removals whose consequences (collected dependents, finished namespaces) are still to
+    /// follow: a worklist, so that a deep ownership chain never deepens the stack.
+    removals: VecDeque<(ResourceId, Arc<Stored>)>,
+    /// Whether the worklist is being worked through (a removal made meanwhile only joins it).
+    following_removals: bool,
     history_limit: usize,
 }
 
@@ -236,6 +241,8 @@ impl Shared {
             dry_run: false,
             ownership: Ownership::default(),
             service_ips: 0,
+            removals: VecDeque::new(),
+            following_removals: false,
             history_limit: config.history_limit.max(1),
         };
         for r in resources {
@@ -634,7 +641,7 @@ impl State {
             }
         }
         if kind == EventType::Deleted {
-            self.after_removal(id, &obj.object)?;
+            self.removal_follows(id, &obj)?;
         } else if let Some(key) = orphaned {
             self.delete_stored(id, &key, Propagation::Background)?;
         }
@@ -678,6 +685,27 @@ impl State {
             self.service_ips += 1;
         }
         format!("10.{}.{}.{}", 96 + (n >> 16), (n >> 8) & 0xff, n & 0xff)
+    }
+
+    /// Queues what follows the removal of `removed` from `id` and, unless the queue is already
+    /// being worked through further up, works through it: each step may remove more objects,
+    /// which join the queue instead of recursing.
+    fn removal_follows(&mut self, id: &ResourceId, removed: &Arc<Stored>) -> Result<(), ApiError> {
+        self.removals.push_back((id.clone(), Arc::clone(removed)));
+        if self.following_removals {
+            return Ok(());
+        }
+        self.following_removals = true;
+        let mut result = Ok(());
+        while let Some((id, removed)) = self.removals.pop_front() {
+            result = self.after_removal(&id, &removed.object);
+            if result.is_err() {
+                self.removals.clear();
+                break;
+            }
+        }
+        self.following_removals = false;
+        result
     }
 
     /// Replaces `existing`, object `name` of `id`, with `obj` (see [`update`](Self::update)).

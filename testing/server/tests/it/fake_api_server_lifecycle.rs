@@ -798,3 +798,30 @@ async fn a_late_write_owned_by_a_removed_owner_is_collected() {
     );
     ok(&client.get(&format!("{PODS}/kept")).await, StatusCode::OK);
 }
+
+/// A chain of owners thousands deep is collected whole: the collector works through a queue,
+/// not the stack.
+#[tokio::test]
+async fn a_deep_ownership_chain_is_collected_without_recursion() {
+    let (server, client) = start().await;
+    let cms = ServedResource::configmaps();
+    let mut owner_uid: Option<String> = None;
+    for i in 0..5_000 {
+        let mut cm = json!({"metadata": {"name": format!("c{i}"), "namespace": "ns"}, "data": {}});
+        if let Some(uid) = &owner_uid {
+            cm["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1", "kind": "ConfigMap",
+                "name": format!("c{}", i - 1), "uid": uid}]);
+        }
+        let created = server
+            .create(&cms, serde_json::from_value::<DynamicObject>(cm).unwrap())
+            .unwrap();
+        owner_uid = created.metadata.uid.clone();
+    }
+    ok(
+        &client
+            .request(Method::DELETE, "/api/v1/namespaces/ns/configmaps/c0", None)
+            .await,
+        StatusCode::OK,
+    );
+    assert!(server.list(&cms).is_empty());
+}

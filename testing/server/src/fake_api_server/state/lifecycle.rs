@@ -17,7 +17,8 @@
 //!   object in it is deleted, and it goes once it is empty (objects held by finalizers hold it);
 //!   nothing can be created in it meanwhile (403).
 //!
-//! Dependents are found when their owner goes, and an object written with owners that all went
+//! What a removal sets off is worked through as a queue, breadth first, so an ownership chain
+//! of any depth takes no stack. Dependents are found when their owner goes, and an object written with owners that all went
 //! already (a controller's late write racing its owner's deletion) is deleted right after the
 //! write, as the collector would. An object whose owners never existed here is left alone (a
 //! cluster's collector would delete it once it checked): tests write objects owned by objects
