@@ -39,6 +39,7 @@ use crate::Failure;
 /// build dependencies may name.
 pub(crate) const LAYERS: &[(&str, &[&str])] = &[
     ("kcache-store", &[]),
+    ("kcache-protobuf", &[]),
     ("kcache-queue", &["kcache-store"]),
     ("kcache-reflector", &["kcache-store"]),
     (
@@ -64,6 +65,7 @@ pub(crate) const TEST_SUPPORT: &[&str] = &["kcache-testing", "kcache-testing-ser
 /// The library crates: no workspace program may be among their dependencies of any kind.
 pub(crate) const LIBRARIES: &[&str] = &[
     "kcache-store",
+    "kcache-protobuf",
     "kcache-queue",
     "kcache-reflector",
     "kcache-informer",

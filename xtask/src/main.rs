@@ -6,7 +6,7 @@
 //! [`chaos`] runs the full-stack chaos suite for many seeds and [`bench`](mod@bench) compares kcache with
 //! kube-rs (none of these three is part of `ci`, which only checks that the fuzz targets and
 //! the bench program compile). [`openapi_data`] refreshes the fake API server's vendored
-//! Kubernetes schemas. [`workspace`] reads the packages `ci` builds from `cargo metadata`.
+//! Kubernetes schemas and [`proto_data`] the protobuf field table. [`workspace`] reads the packages `ci` builds from `cargo metadata`.
 //!
 //! The only dependency is `serde_json` (to read `cargo metadata`), so that `cargo xtask` compiles
 //! in seconds.
@@ -17,6 +17,7 @@ mod ci;
 mod deps;
 mod fuzz;
 mod openapi_data;
+mod proto_data;
 mod readme;
 mod tidy;
 mod workspace;
@@ -47,6 +48,9 @@ Tasks:
   openapi-data
           refresh the fake API server's Kubernetes schemas from PyPI's kubernetes-validate
           (`--version V`, default 1.37.0; needs pip and python3)
+  proto-data
+          regenerate kcache-protobuf's field table from crates.io's k8s-pb and PyPI's
+          kubernetes-validate (needs pip and python3)
   help    print this text
 ";
 
@@ -71,6 +75,8 @@ enum Task {
     Bench(Vec<OsString>),
     /// `cargo xtask openapi-data [--version V]`: the Kubernetes version to vendor.
     OpenapiData(String),
+    /// `cargo xtask proto-data`.
+    ProtoData,
     /// `cargo xtask help`, `-h`, `--help`, or no task at all.
     Help,
 }
@@ -87,6 +93,7 @@ impl Task {
             "chaos" => Some(Self::Chaos(chaos::Seeds::default())),
             "bench" => Some(Self::Bench(Vec::new())),
             "openapi-data" => Some(Self::OpenapiData(openapi_data::DEFAULT_VERSION.to_owned())),
+            "proto-data" => Some(Self::ProtoData),
             "help" | "-h" | "--help" => Some(Self::Help),
             _ => None,
         }
@@ -103,6 +110,7 @@ impl Task {
             Self::Chaos(seeds) => chaos::run(root, seeds),
             Self::Bench(args) => bench::run(root, &args),
             Self::OpenapiData(version) => openapi_data::run(root, &version),
+            Self::ProtoData => proto_data::run(root),
             Self::Help => {
                 print_usage();
                 Ok(())

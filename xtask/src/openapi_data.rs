@@ -72,6 +72,36 @@ pub(crate) fn run(root: &Path, version: &str) -> Result<(), Failure> {
 }
 
 fn fetch_and_write(root: &Path, version: &str, work: &Path) -> Result<(), Failure> {
+    let defs = download_definitions(version, work)?;
+    let schemas = reduce(&defs);
+    let count = schemas.len();
+    let out = json!({
+        "kubernetesVersion": version,
+        "source": format!("PyPI kubernetes-validate=={version}, v{version}-local/_definitions.json"),
+        "schemas": schemas,
+    });
+    let mut encoded = serde_json::to_string_pretty(&out)
+        .map_err(|e| Failure::new(format!("could not encode the definitions: {e}")))?;
+    encoded.push('\n');
+    let path = root.join(OUTPUT);
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)
+            .map_err(|e| Failure::new(format!("could not create {}: {e}", dir.display())))?;
+    }
+    fs::write(&path, encoded)
+        .map_err(|e| Failure::new(format!("could not write {}: {e}", path.display())))?;
+    eprintln!(
+        "wrote {count} definitions of Kubernetes {version} to {}",
+        path.display()
+    );
+    Ok(())
+}
+
+/// The `$defs` of `kubernetes-validate==version`, downloaded and unpacked into `work`.
+pub(crate) fn download_definitions(
+    version: &str,
+    work: &Path,
+) -> Result<Map<String, Value>, Failure> {
     fs::create_dir_all(work)
         .map_err(|e| Failure::new(format!("could not create {}: {e}", work.display())))?;
     status(
@@ -95,34 +125,12 @@ fn fetch_and_write(root: &Path, version: &str, work: &Path) -> Result<(), Failur
     ));
     let text = fs::read_to_string(&source)
         .map_err(|e| Failure::new(format!("could not read {}: {e}", source.display())))?;
-    let parsed: Value = serde_json::from_str(&text)
+    let mut parsed: Value = serde_json::from_str(&text)
         .map_err(|e| Failure::new(format!("{} is not JSON: {e}", source.display())))?;
-    let defs = parsed
-        .get("$defs")
-        .and_then(Value::as_object)
-        .ok_or_else(|| Failure::new(format!("{} has no $defs", source.display())))?;
-    let schemas = reduce(defs);
-    let count = schemas.len();
-    let out = json!({
-        "kubernetesVersion": version,
-        "source": format!("PyPI kubernetes-validate=={version}, v{version}-local/_definitions.json"),
-        "schemas": schemas,
-    });
-    let mut encoded = serde_json::to_string_pretty(&out)
-        .map_err(|e| Failure::new(format!("could not encode the definitions: {e}")))?;
-    encoded.push('\n');
-    let path = root.join(OUTPUT);
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir)
-            .map_err(|e| Failure::new(format!("could not create {}: {e}", dir.display())))?;
+    match parsed.get_mut("$defs").map(Value::take) {
+        Some(Value::Object(defs)) => Ok(defs),
+        _ => Err(Failure::new(format!("{} has no $defs", source.display()))),
     }
-    fs::write(&path, encoded)
-        .map_err(|e| Failure::new(format!("could not write {}: {e}", path.display())))?;
-    eprintln!(
-        "wrote {count} definitions of Kubernetes {version} to {}",
-        path.display()
-    );
-    Ok(())
 }
 
 /// The one `.whl` file `pip download` left in `dir`.
