@@ -263,6 +263,37 @@ impl Client {
     }
 }
 
+impl Client {
+    /// As [`exchange`](Self::exchange), with the answer's `Content-Type` handed to `read`
+    /// beside its body (a lister-watcher that asked for protobuf or JSON reads either).
+    ///
+    /// # Errors
+    ///
+    /// As [`exchange`](Self::exchange).
+    pub(crate) async fn exchange_typed<R, F, Fut>(
+        &self,
+        request: Request<Bytes>,
+        timeout: Duration,
+        read: F,
+    ) -> Result<R, kcache_reflector::Error>
+    where
+        F: FnOnce(Option<String>, ResponseBody) -> Fut,
+        Fut: Future<Output = Result<R, kcache_reflector::Error>>,
+    {
+        let credential = self.ready_credentials().await?;
+        within(timeout, async {
+            let response = self.send_with(request, Some(credential)).await?;
+            let content_type = response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            read(content_type, response.into_body()).await
+        })
+        .await
+    }
+}
+
 impl TryFrom<Config> for Client {
     type Error = Error;
     fn try_from(config: Config) -> Result<Self, Error> {

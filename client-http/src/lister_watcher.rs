@@ -10,6 +10,7 @@ use kcache_store::{Compact, CompactCodec, ExpectedType, Object, PartialObjectMet
 use serde::de::DeserializeOwned;
 
 use crate::decode::metadata::{ACCEPT_METADATA, ACCEPT_METADATA_LIST, metadata_objects};
+use crate::decode::protobuf::ACCEPT_PROTOBUF;
 use crate::decode::response::{Decoding, watch_guard};
 use crate::transport::request::{collection_url, get, resource_name};
 use crate::{ApiResource, Client};
@@ -261,6 +262,35 @@ impl HttpListerWatcher<PartialObjectMetadata> {
     }
 }
 
+impl<T> HttpListerWatcherBuilder<T> {
+    /// Ask for Kubernetes' protobuf encoding (`Accept: application/vnd.kubernetes.protobuf,
+    /// application/json`), as client-go's typed clients do: smaller on the wire and cheaper to
+    /// decode. Objects deserialize into `T` from protobuf through `kcache-protobuf`'s field
+    /// table, exactly as they would from JSON, so the same types work (k8s-openapi's `Pod`,
+    /// `DynamicObject`, a serde type of a built-in kind). A resource the server answers in
+    /// JSON instead (a custom resource) is read as JSON; the response's `Content-Type` decides.
+    /// The list budget, item count, per-event limit and the skipping of undecodable objects
+    /// are the JSON path's. Compact and metadata-only lister-watchers keep asking for JSON.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
+    /// use kcache_store::DynamicObject;
+    ///
+    /// let client = Client::new(Config::infer()?)?;
+    /// let pods = ApiResource::new("", "v1", "pods", true);
+    /// let lw = HttpListerWatcher::<DynamicObject>::builder(client, pods)
+    ///     .kind("Pod")
+    ///     .protobuf()
+    ///     .build();
+    /// # drop(lw); Ok(()) }
+    /// ```
+    pub fn protobuf(mut self) -> Self {
+        self.inner.decoding.protobuf = true;
+        self
+    }
+}
+
 impl HttpListerWatcherBuilder<PartialObjectMetadata> {
     /// Ask for metadata only (`Accept: application/json;as=PartialObjectMetadataList;
     /// g=meta.k8s.io;v=v1` for lists, `as=PartialObjectMetadata` for watches, plain JSON
@@ -299,7 +329,7 @@ impl<T> HttpListerWatcher<T> {
 #[async_trait::async_trait]
 impl<T> ListerWatcher<T> for HttpListerWatcher<T>
 where
-    T: Object + DeserializeOwned,
+    T: Object + DeserializeOwned + Send + 'static,
 {
     async fn list(&self, opts: &ListOptions) -> Result<ObjectList<T>, Error> {
         let mut request =
@@ -308,11 +338,15 @@ where
             request
                 .headers_mut()
                 .insert(ACCEPT, HeaderValue::from_static(ACCEPT_METADATA_LIST));
+        } else if self.decoding.asks_protobuf() {
+            request
+                .headers_mut()
+                .insert(ACCEPT, HeaderValue::from_static(ACCEPT_PROTOBUF));
         }
         // Decoded as it arrives: the body is never held whole beside its objects.
         self.client
-            .exchange(request, self.client.list_timeout(), |body| {
-                self.decoding.list(body)
+            .exchange_typed(request, self.client.list_timeout(), |content_type, body| {
+                self.decoding.list_typed(content_type, body)
             })
             .await
     }
@@ -324,17 +358,23 @@ where
             request
                 .headers_mut()
                 .insert(ACCEPT, HeaderValue::from_static(ACCEPT_METADATA));
+        } else if self.decoding.asks_protobuf() {
+            request
+                .headers_mut()
+                .insert(ACCEPT, HeaderValue::from_static(ACCEPT_PROTOBUF));
         }
         // Only opening the watch is bounded; the stream itself lasts as long as the server
         // keeps it, with a guard a little past `timeoutSeconds`.
-        let body = self
+        let (content_type, body) = self
             .client
-            .exchange(request, self.client.list_timeout(), |body| {
-                std::future::ready(Ok(body))
+            .exchange_typed(request, self.client.list_timeout(), |content_type, body| {
+                std::future::ready(Ok((content_type, body)))
             })
             .await?;
         let guard = watch_guard(opts.timeout_seconds, self.client.watch_timeout_slack());
-        Ok(self.decoding.watch(body, guard))
+        Ok(self
+            .decoding
+            .watch_typed(content_type.as_deref(), body, guard))
     }
 
     /// `plural` or `plural.group` (`pods`, `deployments.apps`), for the reflector's logs.

@@ -46,7 +46,10 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
         "kcache-informer",
         &["kcache-store", "kcache-queue", "kcache-reflector"],
     ),
-    ("kcache-client-http", &["kcache-store", "kcache-reflector"]),
+    (
+        "kcache-client-http",
+        &["kcache-store", "kcache-protobuf", "kcache-reflector"],
+    ),
     (
         "kcache-testing",
         &["kcache-store", "kcache-queue", "kcache-reflector"],

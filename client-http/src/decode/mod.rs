@@ -19,6 +19,7 @@ pub(crate) mod list;
 pub(crate) mod managed_fields;
 pub(crate) mod metadata;
 pub(crate) mod object;
+pub(crate) mod protobuf;
 pub(crate) mod response;
 pub(crate) mod setters;
 pub(crate) mod watch;

@@ -41,6 +41,8 @@ pub(crate) struct Decoding<T> {
     pub(crate) options: DecodeOptions,
     /// Builds objects instead of serde: a compact lister-watcher's shared codec.
     pub(crate) objects: Option<ObjectFn<T>>,
+    /// Ask for protobuf (JSON as the fallback); only when `objects` is `None`.
+    pub(crate) protobuf: bool,
 }
 
 impl<T> Default for Decoding<T> {
@@ -52,6 +54,7 @@ impl<T> Default for Decoding<T> {
             expected: Expected::default(),
             options: DecodeOptions::default(),
             objects: None,
+            protobuf: false,
         }
     }
 }
@@ -65,6 +68,7 @@ impl<T> Clone for Decoding<T> {
             expected: self.expected.clone(),
             options: self.options,
             objects: self.objects.clone(),
+            protobuf: self.protobuf,
         }
     }
 }
@@ -78,6 +82,7 @@ impl<T> fmt::Debug for Decoding<T> {
             .field("expected", &self.expected)
             .field("options", &self.options)
             .field("compact", &self.objects.is_some())
+            .field("protobuf", &self.protobuf)
             .finish()
     }
 }
@@ -114,6 +119,57 @@ impl<T: DeserializeOwned + Object> Decoding<T> {
     /// has not ended it by then. An object of another type or namespace than `expected` is an
     /// undecodable one ([`Error::Decode`] with its identity: the reflector leaves that key out
     /// and goes on).
+    /// Whether requests ask for protobuf.
+    pub(crate) fn asks_protobuf(&self) -> bool {
+        self.protobuf && self.objects.is_none()
+    }
+
+    /// A list response of either encoding, by its `Content-Type`.
+    pub(crate) async fn list_typed(
+        &self,
+        content_type: Option<String>,
+        body: ResponseBody,
+    ) -> Result<ObjectList<T>, Error>
+    where
+        T: Send + 'static,
+    {
+        if crate::decode::protobuf::is_protobuf(content_type.as_deref()) {
+            crate::decode::protobuf::read_list(
+                body,
+                &self.expected,
+                self.options.skip_managed_fields,
+                self.max_list_bytes,
+                self.max_list_objects,
+            )
+            .await
+        } else {
+            self.list(body).await
+        }
+    }
+
+    /// A watch response of either encoding, by its `Content-Type`.
+    pub(crate) fn watch_typed(
+        &self,
+        content_type: Option<&str>,
+        body: ResponseBody,
+        guard: Option<Duration>,
+    ) -> WatchStream<T>
+    where
+        T: Send + 'static,
+    {
+        if crate::decode::protobuf::is_protobuf(content_type) {
+            crate::decode::protobuf::watch_stream(
+                body,
+                self.max_event_size,
+                self.options.skip_managed_fields,
+                self.expected.clone(),
+                guard,
+            )
+        } else {
+            self.watch(body, guard)
+        }
+    }
+
     pub(crate) fn watch(&self, body: ResponseBody, guard: Option<Duration>) -> WatchStream<T> {
         let decoder = WatchDecoder::new()
             .max_event_size(self.max_event_size)

@@ -23,6 +23,7 @@ mod lease_lock;
 mod list_watch;
 mod metadata;
 mod mtls;
+mod protobuf;
 mod proxy;
 mod redaction;
 mod send_sync;

@@ -182,6 +182,29 @@ impl Reply {
         }
     }
 
+    /// A whole body in Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`).
+    pub fn protobuf(code: u16, body: impl Into<Bytes>) -> Self {
+        Self {
+            headers: vec![(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/vnd.kubernetes.protobuf"),
+            )],
+            ..Self::json(code, body)
+        }
+    }
+
+    /// A protobuf watch stream (`application/vnd.kubernetes.protobuf;stream=watch`) sent chunk
+    /// by chunk, as [`stream`](Self::stream) sends JSON.
+    pub fn protobuf_stream(code: u16, chunks: impl Stream<Item = Bytes> + Send + 'static) -> Self {
+        Self {
+            headers: vec![(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/vnd.kubernetes.protobuf;stream=watch"),
+            )],
+            ..Self::stream(code, chunks)
+        }
+    }
+
     /// Adds a header (ignored when the name or value is not valid HTTP).
     pub fn header(mut self, name: &str, value: &str) -> Self {
         if let (Ok(n), Ok(v)) = (

@@ -1,0 +1,389 @@
+//! Lists and watches in Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`),
+//! for a lister-watcher built with [`protobuf`](crate::HttpListerWatcherBuilder::protobuf).
+//!
+//! The request names JSON as the fallback, as client-go does: a resource the server cannot
+//! send in protobuf (a custom resource) answers JSON, and the response's `Content-Type` picks
+//! the decoder. A protobuf list is read item by item as it arrives (`kcache_protobuf::list`),
+//! a watch frame by frame; each object is deserialized by `kcache_protobuf`'s field table
+//! straight into `T` (k8s-openapi's types, [`DynamicObject`](kcache_store::DynamicObject), any
+//! serde type of the kind). The JSON path's rules hold: the list budget and item count, the
+//! per-event limit, one undecodable object reported (with its identity when its metadata
+//! reads) and left out, the expected type and namespace checked.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_core::Stream;
+use kcache_protobuf::envelope::{self, Envelope};
+use kcache_protobuf::frames::{FrameReader, parse_event};
+use kcache_protobuf::list::{ListPart, ListReader};
+use kcache_protobuf::table::{self, Message};
+use kcache_protobuf::{TypeMeta, from_message};
+use kcache_reflector::{
+    Bookmark, DecodeError, Error, EventType, ObjectList, ObjectRef, Status, WatchEvent, WatchStream,
+};
+use kcache_store::Object;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use crate::SkipManagedFields;
+use crate::decode::expect::Expected;
+use crate::transport::ResponseBody;
+
+/// The `Accept` of a protobuf lister-watcher: protobuf, JSON when the server cannot.
+pub(crate) const ACCEPT_PROTOBUF: &str = "application/vnd.kubernetes.protobuf, application/json";
+
+/// Whether a response's `Content-Type` is protobuf.
+pub(crate) fn is_protobuf(content_type: Option<&str>) -> bool {
+    content_type.is_some_and(|c| c.trim_start().starts_with(envelope::CONTENT_TYPE))
+}
+
+/// What can be read of an object's metadata, to name an undecodable one.
+#[derive(Deserialize)]
+struct Head {
+    metadata: Option<HeadMeta>,
+}
+
+#[derive(Deserialize)]
+struct HeadMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+    #[serde(rename = "resourceVersion")]
+    resource_version: Option<String>,
+    annotations: Option<BTreeMap<String, String>>,
+}
+
+/// Decodes one object's message.
+fn decode_object<T: DeserializeOwned>(
+    raw: &[u8],
+    message: &'static Message,
+    type_meta: TypeMeta<'_>,
+    skip_managed_fields: bool,
+) -> Result<T, kcache_protobuf::Error> {
+    if skip_managed_fields {
+        from_message::<SkipManagedFields<T>>(raw, message, Some(type_meta)).map(|o| o.0)
+    } else {
+        from_message(raw, message, Some(type_meta))
+    }
+}
+
+/// The identity of an object that did not decode, if its metadata reads.
+fn identity(raw: &[u8], message: &'static Message) -> Option<ObjectRef> {
+    let head: Head = from_message(raw, message, None).ok()?;
+    let meta = head.metadata?;
+    Some(ObjectRef::new(
+        meta.namespace.as_deref().filter(|n| !n.is_empty()),
+        meta.name.as_deref()?,
+        meta.resource_version.as_deref().unwrap_or_default(),
+    ))
+}
+
+/// The item kind of a list kind (`PodList` -> `Pod`).
+fn item_kind(list_kind: &str) -> &str {
+    list_kind.strip_suffix("List").unwrap_or(list_kind)
+}
+
+/// Reads a protobuf list body into an [`ObjectList`], item by item.
+pub(crate) struct ProtoListDecoder<'a> {
+    reader: ListReader,
+    expected: &'a Expected,
+    skip_managed_fields: bool,
+    max_objects: usize,
+    received: usize,
+    type_meta: Option<(String, String)>,
+}
+
+impl<'a> ProtoListDecoder<'a> {
+    pub(crate) fn new(
+        expected: &'a Expected,
+        skip_managed_fields: bool,
+        max_objects: usize,
+        max_item: usize,
+    ) -> Self {
+        Self {
+            reader: ListReader::new(max_item),
+            expected,
+            skip_managed_fields,
+            max_objects,
+            received: 0,
+            type_meta: None,
+        }
+    }
+
+    /// Bytes received so far.
+    pub(crate) fn len(&self) -> usize {
+        self.received
+    }
+
+    /// Reads `chunk`, decoding every item it completes into `list`.
+    pub(crate) fn feed<T: DeserializeOwned + Object>(
+        &mut self,
+        chunk: &[u8],
+        list: &mut ObjectList<T>,
+    ) -> Result<(), Error> {
+        self.received = self.received.saturating_add(chunk.len());
+        self.reader.push(chunk);
+        while let Some(part) = self.reader.next_part().map_err(|e| list_error(&e))? {
+            match part {
+                ListPart::TypeMeta { api_version, kind } => {
+                    self.type_meta = Some((api_version, item_kind(&kind).to_owned()));
+                }
+                ListPart::Metadata(bytes) => read_list_meta(&bytes, list)?,
+                ListPart::Item(bytes) => self.item(&bytes, list)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn item<T: DeserializeOwned + Object>(
+        &self,
+        bytes: &[u8],
+        list: &mut ObjectList<T>,
+    ) -> Result<(), Error> {
+        let index = list.items.len() + list.skipped.len();
+        if index >= self.max_objects {
+            return Err(Error::Limit(format!(
+                "the list response holds more than {} objects",
+                self.max_objects
+            )));
+        }
+        let (api_version, kind) = self
+            .type_meta
+            .as_ref()
+            .map_or(("", ""), |(v, k)| (v.as_str(), k.as_str()));
+        let Some(message) = table::message_for_kind(api_version, kind) else {
+            return Err(Error::decode(DecodeError::new(
+                "list response",
+                format!("no protobuf table for the items of {api_version} {kind}List"),
+            )));
+        };
+        let type_meta = TypeMeta { api_version, kind };
+        let context = format!("list item {index}");
+        match decode_object::<T>(bytes, message, type_meta, self.skip_managed_fields) {
+            Ok(object) => match self.expected.refusal(&object) {
+                None => list.items.push(object),
+                Some(why) => list
+                    .skipped
+                    .push(Expected::refused(context, &object, why, None)),
+            },
+            Err(e) => list.skipped.push(
+                DecodeError::new(context, e.to_string()).with_object(identity(bytes, message)),
+            ),
+        }
+        Ok(())
+    }
+
+    /// The list, once the body has ended.
+    pub(crate) fn finish<T>(self, list: ObjectList<T>) -> Result<ObjectList<T>, Error> {
+        if !self.reader.at_end() {
+            return Err(list_error(&kcache_protobuf::Error::Truncated {
+                at: self.received,
+            }));
+        }
+        Ok(list)
+    }
+}
+
+fn list_error(e: &kcache_protobuf::Error) -> Error {
+    Error::decode(DecodeError::new("list response", e.to_string()))
+}
+
+/// `ListMeta`: resource version, continue token, remaining items.
+fn read_list_meta<T>(bytes: &[u8], list: &mut ObjectList<T>) -> Result<(), Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ListMeta {
+        resource_version: Option<String>,
+        #[serde(rename = "continue")]
+        continue_token: Option<String>,
+        remaining_item_count: Option<i64>,
+    }
+    let message = table::message_named("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")
+        .ok_or_else(|| list_error(&kcache_protobuf::Error::Custom("no ListMeta".to_owned())))?;
+    let meta: ListMeta = from_message(bytes, message, None).map_err(|e| list_error(&e))?;
+    list.resource_version = meta.resource_version.unwrap_or_default();
+    list.continue_token = meta.continue_token.filter(|c| !c.is_empty());
+    list.remaining_item_count = meta.remaining_item_count;
+    Ok(())
+}
+
+/// Reads a whole protobuf list response as it arrives.
+pub(crate) async fn read_list<T: DeserializeOwned + Object>(
+    mut body: ResponseBody,
+    expected: &Expected,
+    skip_managed_fields: bool,
+    max_bytes: usize,
+    max_objects: usize,
+) -> Result<ObjectList<T>, Error> {
+    use futures_util::StreamExt;
+    let mut decoder = ProtoListDecoder::new(expected, skip_managed_fields, max_objects, max_bytes);
+    let mut list = ObjectList::new(Vec::new(), "");
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(Error::Transport)?;
+        if decoder.len().saturating_add(chunk.len()) > max_bytes {
+            return Err(Error::Limit(format!(
+                "the list response is larger than the limit of {max_bytes} bytes"
+            )));
+        }
+        decoder.feed(&chunk, &mut list)?;
+    }
+    decoder.finish(list)
+}
+
+/// Decodes the event of one watch frame.
+fn decode_event<T: DeserializeOwned + Object>(
+    payload: &[u8],
+    skip_managed_fields: bool,
+    expected: &Expected,
+) -> Result<WatchEvent<T>, Error> {
+    let bad = |reason: String, event_type: Option<EventType>| {
+        Error::decode(DecodeError::new("watch event", reason).with_event_type(event_type))
+    };
+    let event = parse_event(payload).map_err(|e| bad(e.to_string(), None))?;
+    let event_type = match event.event_type {
+        "ADDED" => Some(EventType::Added),
+        "MODIFIED" => Some(EventType::Modified),
+        "DELETED" => Some(EventType::Deleted),
+        _ => None,
+    };
+    let env: Envelope<'_> =
+        envelope::parse(event.object).map_err(|e| bad(e.to_string(), event_type))?;
+    let message = env.message().map_err(|e| bad(e.to_string(), event_type))?;
+    match event.event_type {
+        "BOOKMARK" => {
+            let head: Head =
+                from_message(env.raw, message, None).map_err(|e| bad(e.to_string(), None))?;
+            let meta = head.metadata.unwrap_or(HeadMeta {
+                name: None,
+                namespace: None,
+                resource_version: None,
+                annotations: None,
+            });
+            let annotations = meta.annotations.unwrap_or_default();
+            Ok(WatchEvent::Bookmark(Bookmark {
+                resource_version: meta.resource_version.unwrap_or_default(),
+                initial_events_end: annotations
+                    .get("k8s.io/initial-events-end")
+                    .is_some_and(|v| v == "true"),
+                annotations,
+            }))
+        }
+        "ERROR" => {
+            let status: Status = from_message(env.raw, message, Some(env.type_meta()))
+                .map_err(|e| bad(e.to_string(), None))?;
+            Ok(WatchEvent::Error(Box::new(status)))
+        }
+        _ => {
+            let Some(event_type) = event_type else {
+                return Err(bad(
+                    format!("unknown watch event type `{}`", event.event_type),
+                    None,
+                ));
+            };
+            let object: T = decode_object(env.raw, message, env.type_meta(), skip_managed_fields)
+                .map_err(|e| {
+                Error::decode(
+                    DecodeError::new("watch event", e.to_string())
+                        .with_event_type(Some(event_type))
+                        .with_object(identity(env.raw, message)),
+                )
+            })?;
+            if let Some(why) = expected.refusal(&object) {
+                return Err(Error::decode(Expected::refused(
+                    "watch event",
+                    &object,
+                    why,
+                    Some(event_type),
+                )));
+            }
+            Ok(match event_type {
+                EventType::Added => WatchEvent::Added(object),
+                EventType::Modified => WatchEvent::Modified(object),
+                _ => WatchEvent::Deleted(object),
+            })
+        }
+    }
+}
+
+/// A protobuf watch body as the reflector's stream of events.
+struct ProtoWatch<T> {
+    body: ResponseBody,
+    frames: FrameReader,
+    skip_managed_fields: bool,
+    expected: Expected,
+    guard: Option<Pin<Box<tokio::time::Sleep>>>,
+    done: bool,
+    _t: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: DeserializeOwned + Object> Stream for ProtoWatch<T> {
+    type Item = Result<WatchEvent<T>, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if this.done {
+                return Poll::Ready(None);
+            }
+            match this.frames.next_frame() {
+                Ok(Some(payload)) => {
+                    return Poll::Ready(Some(decode_event(
+                        payload,
+                        this.skip_managed_fields,
+                        &this.expected,
+                    )));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(Error::Limit(e.to_string()))));
+                }
+            }
+            if let Some(guard) = this.guard.as_mut()
+                && guard.as_mut().poll(cx).is_ready()
+            {
+                this.done = true;
+                return Poll::Ready(None);
+            }
+            match this.body.as_mut().poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(chunk))) => this.frames.push(&chunk),
+                Poll::Ready(Some(Err(e))) => {
+                    this.done = true;
+                    return Poll::Ready(Some(Err(Error::Transport(e))));
+                }
+                Poll::Ready(None) => {
+                    this.done = true;
+                    if this.frames.buffered() > 0 {
+                        return Poll::Ready(Some(Err(Error::decode(DecodeError::new(
+                            "watch event",
+                            "the watch stream ended inside a frame",
+                        )))));
+                    }
+                    return Poll::Ready(None);
+                }
+            }
+        }
+    }
+}
+
+/// The reflector's stream of a protobuf watch body.
+pub(crate) fn watch_stream<T: DeserializeOwned + Object + Send + 'static>(
+    body: ResponseBody,
+    max_event_size: usize,
+    skip_managed_fields: bool,
+    expected: Expected,
+    guard: Option<Duration>,
+) -> WatchStream<T> {
+    Box::pin(ProtoWatch::<T> {
+        body,
+        frames: FrameReader::new(max_event_size),
+        skip_managed_fields,
+        expected,
+        guard: guard.map(|d| Box::pin(tokio::time::sleep(d))),
+        done: false,
+        _t: std::marker::PhantomData,
+    })
+}
