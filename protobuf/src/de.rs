@@ -185,7 +185,7 @@ impl<'de> Deserializer<'de> for MessageDe<'de> {
         let message = self.message;
         match message.special {
             Special::None => {
-                if self.ctx.grouped || message.inline {
+                if self.ctx.grouped {
                     visitor.visit_map(GroupedAccess::new(
                         self.bytes,
                         message,
@@ -194,12 +194,10 @@ impl<'de> Deserializer<'de> for MessageDe<'de> {
                     )?)
                 } else {
                     visitor.visit_map(StreamAccess {
-                        message,
-                        reader: Reader::new(self.bytes),
-                        hint: 0,
+                        outer: Level::new(message, self.bytes),
+                        inline: None,
                         type_meta: self.type_meta,
                         prefix: 0,
-                        seen: 0,
                         pending: None,
                         ctx: self.ctx,
                     })
@@ -264,6 +262,7 @@ impl<'de> Deserializer<'de> for MessageDe<'de> {
                     }
                 }
                 visitor.visit_seq(SeqOf {
+                    left: items.len(),
                     items: items.into_iter(),
                     reader: None,
                     owner: message,
@@ -315,25 +314,76 @@ static STRING_ITEM: Field = Field {
 enum Pending<'de> {
     /// One value.
     Single(Wire<'de>),
-    /// A run of consecutive tag-prefixed values of one repeated or map field.
-    Run(&'de [u8]),
+    /// A run of consecutive tag-prefixed values of one repeated or map field, and how many.
+    Run(&'de [u8], usize),
     /// The gathered values of a repeated or map field (the tolerant pass).
     Items(Vec<Wire<'de>>),
     /// A string presented by the access itself (`apiVersion`, `kind`).
     Str(&'de str),
 }
 
-/// The one-pass access to a message's fields.
-struct StreamAccess<'de> {
+/// One message being read in one pass.
+struct Level<'de> {
     message: &'static Message,
     reader: Reader<'de>,
     hint: usize,
+    /// Field numbers below 128 already presented.
+    seen: u128,
+}
+
+impl<'de> Level<'de> {
+    fn new(message: &'static Message, bytes: &'de [u8]) -> Self {
+        Self {
+            message,
+            reader: Reader::new(bytes),
+            hint: 0,
+            seen: 0,
+        }
+    }
+
+    /// The next known field: (field, value), skipping unknown ones; `None` at the end.
+    /// A field seen before (split or sent twice) is [`Error::Unordered`].
+    fn next(&mut self) -> Result<Option<(&'static Field, Pending<'de>)>, Error> {
+        loop {
+            let start = self.reader.position();
+            let Some((number, wire)) = self.reader.field()? else {
+                return Ok(None);
+            };
+            let Some((i, field)) = self.message.field(number, self.hint) else {
+                continue;
+            };
+            self.hint = i + 1;
+            if number < 128 {
+                let bit = 1u128 << number;
+                if self.seen & bit != 0 {
+                    return Err(Error::Unordered(number));
+                }
+                self.seen |= bit;
+            }
+            let value = if field.repeated || matches!(field.kind, Kind::Map(_)) {
+                let mut count = 1;
+                while self.reader.peek_number()? == Some(number) {
+                    self.reader.field()?;
+                    count += 1;
+                }
+                Pending::Run(self.reader.since(start), count)
+            } else {
+                Pending::Single(wire)
+            };
+            return Ok(Some((field, value)));
+        }
+    }
+}
+
+/// The one-pass access to a message's fields, an inlined message's fields among them.
+struct StreamAccess<'de> {
+    outer: Level<'de>,
+    /// The inlined message being read, if any (one level: inlined messages inline nothing).
+    inline: Option<Level<'de>>,
     type_meta: Option<TypeMeta<'de>>,
     /// How many of `apiVersion`, `kind` were presented.
     prefix: u8,
-    /// Field numbers below 128 already presented.
-    seen: u128,
-    pending: Option<(&'static Field, Pending<'de>)>,
+    pending: Option<(&'static Message, &'static Field, Pending<'de>)>,
     ctx: Ctx,
 }
 
@@ -383,55 +433,50 @@ fn next_prefix<'de>(
 impl<'de> MapAccess<'de> for StreamAccess<'de> {
     type Error = Error;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, Error> {
-        if let Some(p) = next_prefix(self.type_meta, &mut self.prefix) {
-            let name = p.0.json;
-            self.pending = Some(p);
-            return seed
-                .deserialize(BorrowedStrDeserializer::new(name))
-                .map(Some);
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
+        if let Some((field, value)) = next_prefix(self.type_meta, &mut self.prefix) {
+            self.pending = Some((self.outer.message, field, value));
+            return seed.deserialize(BorrowedStrDeserializer::new(field.json)).map(Some);
         }
         loop {
-            let start = self.reader.position();
-            let Some((number, wire)) = self.reader.field()? else {
+            let (owner, next) = match self.inline.as_mut() {
+                Some(level) => (level.message, level.next()?),
+                None => (self.outer.message, self.outer.next()?),
+            };
+            let Some((field, value)) = next else {
+                if self.inline.take().is_some() {
+                    continue;
+                }
                 return Ok(None);
             };
-            let Some((i, field)) = self.message.field(number, self.hint) else {
+            if field.inline {
+                let (Kind::Message(inner), Pending::Single(Wire::Len(bytes))) = (field.kind, &value)
+                else {
+                    return Err(Error::Mismatch {
+                        message: owner.name,
+                        field: field.json,
+                        wire_type: 0,
+                    });
+                };
+                if self.inline.is_some() {
+                    // An inlined message inlining another: the tolerant pass reads it.
+                    return Err(Error::Unordered(field.number));
+                }
+                self.inline = Some(Level::new(message(inner), bytes));
                 continue;
-            };
-            self.hint = i + 1;
-            if number < 128 {
-                let bit = 1u128 << number;
-                if self.seen & bit != 0 {
-                    return Err(Error::Unordered(number));
-                }
-                self.seen |= bit;
             }
-            let value = if field.repeated || matches!(field.kind, Kind::Map(_)) {
-                while self.reader.peek_number()? == Some(number) {
-                    self.reader.field()?;
-                }
-                Pending::Run(self.reader.since(start))
-            } else {
-                Pending::Single(wire)
-            };
-            self.pending = Some((field, value));
-            return seed
-                .deserialize(BorrowedStrDeserializer::new(field.json))
-                .map(Some);
+            self.pending = Some((owner, field, value));
+            return seed.deserialize(BorrowedStrDeserializer::new(field.json)).map(Some);
         }
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
-        let (field, value) = self
+        let (owner, field, value) = self
             .pending
             .take()
             .ok_or_else(|| Error::Custom("value asked for before its key".to_owned()))?;
         seed.deserialize(ValueDe {
-            owner: self.message,
+            owner,
             field,
             value,
             ctx: self.ctx,
@@ -554,15 +599,19 @@ struct ValueDe<'de> {
 
 impl<'de> ValueDe<'de> {
     fn items(self) -> SeqOf<'de> {
-        let (items, reader) = match self.value {
-            Pending::Items(items) => (items, None),
-            Pending::Run(run) => (Vec::new(), Some(Reader::new(run))),
-            Pending::Single(w) => (vec![w], None),
-            Pending::Str(_) => (Vec::new(), None),
+        let (items, reader, count) = match self.value {
+            Pending::Items(items) => {
+                let n = items.len();
+                (items, None, n)
+            }
+            Pending::Run(run, n) => (Vec::new(), Some(Reader::new(run)), n),
+            Pending::Single(w) => (vec![w], None, 1),
+            Pending::Str(_) => (Vec::new(), None, 0),
         };
         SeqOf {
             items: items.into_iter(),
             reader,
+            left: count,
             owner: self.owner,
             field: self.field,
             kind: self.field.kind,
@@ -639,6 +688,9 @@ impl<'de> Deserializer<'de> for ValueDe<'de> {
 /// The elements of a repeated field (or the entries of a map field).
 struct SeqOf<'de> {
     items: std::vec::IntoIter<Wire<'de>>,
+    /// Values (entries) still to come, as counted when the field was found (packed numbers
+    /// count as one).
+    left: usize,
     /// A run of tag-prefixed values still to read.
     reader: Option<Reader<'de>>,
     owner: &'static Message,
@@ -649,6 +701,7 @@ struct SeqOf<'de> {
 
 impl<'de> SeqOf<'de> {
     fn next_wire(&mut self) -> Result<Option<Wire<'de>>, Error> {
+        self.left = self.left.saturating_sub(1);
         if let Some(w) = self.items.next() {
             return Ok(Some(w));
         }
@@ -661,6 +714,10 @@ impl<'de> SeqOf<'de> {
 
 impl<'de> SeqAccess<'de> for SeqOf<'de> {
     type Error = Error;
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.left)
+    }
 
     fn next_element_seed<T: DeserializeSeed<'de>>(
         &mut self,
@@ -678,6 +735,7 @@ impl<'de> SeqAccess<'de> for SeqOf<'de> {
             }
             let rest: Vec<Wire<'de>> = self.items.by_ref().collect();
             expanded.extend(rest);
+            self.left += expanded.len();
             self.items = expanded.into_iter();
             return self.next_element_seed(seed);
         }
@@ -701,6 +759,10 @@ struct MapOf<'de> {
 
 impl<'de> MapAccess<'de> for MapOf<'de> {
     type Error = Error;
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.items.left)
+    }
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
         &mut self,
