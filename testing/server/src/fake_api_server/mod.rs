@@ -208,6 +208,7 @@ mod params;
 mod partial_metadata;
 mod patch;
 mod preconditions;
+mod protobuf;
 mod remaining;
 mod response;
 mod routes;
