@@ -51,6 +51,22 @@ pub(crate) fn is_protobuf(content_type: &str) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case(MEDIA_TYPE))
 }
 
+/// Whether `accept` prefers protobuf: its first media range is protobuf without conversion
+/// parameters (for the answers not negotiated per kind: access reviews).
+pub(crate) fn preferred(accept: Option<&str>) -> bool {
+    let Some(first) = accept.and_then(|a| a.split(',').next()) else {
+        return false;
+    };
+    let mut parts = first.split(';').map(str::trim);
+    parts
+        .next()
+        .is_some_and(|media| media.eq_ignore_ascii_case(MEDIA_TYPE))
+        && parts.all(|param| {
+            let key = param.split('=').next().unwrap_or_default().trim();
+            !["as", "g", "v"].iter().any(|k| key.eq_ignore_ascii_case(k))
+        })
+}
+
 /// The enveloped protobuf of `value`, a JSON object naming its `apiVersion` and `kind`.
 ///
 /// # Errors
@@ -255,6 +271,23 @@ mod tests {
             "Widget",
         );
         assert!(!served(&widgets));
+    }
+
+    #[test]
+    fn protobuf_is_preferred_when_it_comes_first_without_conversions() {
+        assert!(preferred(Some(
+            "application/vnd.kubernetes.protobuf,application/json"
+        )));
+        assert!(preferred(Some(
+            "application/vnd.kubernetes.protobuf;stream=watch"
+        )));
+        assert!(!preferred(Some(
+            "application/json, application/vnd.kubernetes.protobuf"
+        )));
+        assert!(!preferred(Some(
+            "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1"
+        )));
+        assert!(!preferred(None));
     }
 
     #[test]

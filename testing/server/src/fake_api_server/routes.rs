@@ -140,17 +140,17 @@ async fn route(
                 "the server does not allow this method on the requested resource",
             )));
         }
-        let protobuf = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/vnd.kubernetes.protobuf"));
-        let body = read_body(req.into_body()).await.map_err(err)?;
-        let review = access::review(plural, &body, protobuf).map_err(err)?;
-        return Ok(json_response(
-            201,
-            serde_json::to_vec(&review).unwrap_or_default(),
-        ));
+        let protobuf_body = content_type(&req).is_some_and(protobuf::is_protobuf);
+        let mut body = read_body(req.into_body()).await.map_err(err)?;
+        if protobuf_body {
+            body = protobuf::decode_body(&body).map_err(err)?;
+        }
+        let review = access::review(plural, &body).map_err(err)?;
+        let review = serde_json::to_vec(&review).unwrap_or_default();
+        if protobuf::preferred(accept.as_deref()) {
+            return Ok(protobuf::response(201, review));
+        }
+        return Ok(json_response(201, review));
     }
     let target = parse_target(shared, &segs).map_err(err)?;
     let format = negotiate(accept.as_deref(), &target.resource).map_err(err)?;

@@ -241,7 +241,7 @@ async fn assert_describes(env: &Env) {
 /// kubectl's wire traffic (`-v=8` prints each request's and response's headers): `create`
 /// sends protobuf and reads the protobuf answer; `describe`, which reads built-in kinds (the
 /// object, its events, a deployment's replica sets) through client-go's clientset, asks for
-/// protobuf and reads it.
+/// protobuf and reads it; so does `auth can-i`, whose access review is protobuf.
 #[tokio::test]
 async fn kubectl_sends_and_reads_protobuf_on_the_wire() {
     if !kubectl_available("kubectl_sends_and_reads_protobuf_on_the_wire") {
@@ -292,6 +292,8 @@ async fn kubectl_sends_and_reads_protobuf_on_the_wire() {
     for (args, shown) in [
         (&["describe", "configmap", "wire"][..], "Name:         wire"),
         (&["describe", "deployment", "web"][..], "3 desired"),
+        // The access review, sent and answered in protobuf.
+        (&["auth", "can-i", "delete", "secrets"][..], "yes"),
     ] {
         let mut args = args.to_vec();
         args.push("-v=8");

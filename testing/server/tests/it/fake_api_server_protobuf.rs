@@ -539,3 +539,25 @@ async fn malformed_protobuf_bodies_are_400() {
     }
     assert_eq!(client.get(path).await.json()["items"], json!([]));
 }
+
+#[tokio::test]
+async fn access_reviews_in_protobuf_are_answered_in_protobuf() {
+    let server = FakeApiServer::start().await.unwrap();
+    let client = Client::new(&server);
+    let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": "delete", "resource": "secrets",
+            "namespace": "default"}}});
+    let body = envelope::encode_object(&review).unwrap();
+    let reply = send(
+        &client,
+        Method::POST,
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        Some((envelope::CONTENT_TYPE, body.into())),
+        PROTOBUF_THEN_JSON,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::CREATED);
+    let answered = decoded(&reply);
+    assert_eq!(answered["spec"], review["spec"]);
+    assert_eq!(answered["status"]["allowed"], true);
+}
