@@ -145,8 +145,9 @@
 //!
 //! - YAML and CBOR (JSON and protobuf only; other `Accept` types get 406, whose message lists
 //!   the media types kube-apiserver would serve, YAML included), gzip responses; protobuf for
-//!   built-in kinds the protobuf table of `kcache-protobuf` does not have (they answer JSON, or
-//!   406 to a request accepting protobuf alone), metadata-only answers and Tables in protobuf
+//!   built-in kinds the protobuf table of `kcache-protobuf` does not have (definitions,
+//!   `apiextensions.k8s.io`: they answer JSON, or 406 to a request accepting protobuf alone,
+//!   where kube-apiserver answers protobuf), metadata-only answers and Tables in protobuf
 //!   (their JSON forms are answered when the `Accept` header lists them), and protobuf PATCH
 //!   bodies (no client sends them). A protobuf body's empty strings are dropped as absent (Go
 //!   clients write every string field, set or not), so an explicitly empty pointer string (a

@@ -162,16 +162,21 @@ pub(crate) fn write_event_json(out: &mut Vec<u8>, event_type: &str, json: &[u8])
     write_event(out, event_type, &value);
 }
 
-/// Appends the frame of an event whose object cannot be decoded but whose metadata can: `object`
-/// encoded by its own kind's message, in an envelope naming apiVersion `7`, which no table has
-/// (the protobuf form of the JSON fault's numeric `apiVersion`).
-pub(crate) fn write_undecodable_event(out: &mut Vec<u8>, event_type: &str, object: &Value) {
-    let text = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or_default();
-    let raw = table::message_for_kind(text("apiVersion"), text("kind"))
+/// Appends the frame of an event whose object cannot be decoded but whose metadata can:
+/// `object`, of `kind` in `api_version`, encoded by that kind's message, in an envelope naming
+/// apiVersion `7`, which no table has (the protobuf form of the JSON fault's numeric
+/// `apiVersion`).
+pub(crate) fn write_undecodable_event(
+    out: &mut Vec<u8>,
+    event_type: &str,
+    (api_version, kind): (&str, &str),
+    object: &Value,
+) {
+    let raw = table::message_for_kind(api_version, kind)
         .and_then(|message| kcache_protobuf::encode::to_vec(object, message).ok())
         .unwrap_or_default();
     let mut enveloped = Vec::with_capacity(raw.len() + 32);
-    envelope::write("7", text("kind"), &raw, &mut enveloped);
+    envelope::write("7", kind, &raw, &mut enveloped);
     frames::write_event(event_type, &enveloped, out);
 }
 
@@ -264,8 +269,13 @@ mod tests {
 
     #[test]
     fn built_in_kinds_are_served_custom_resources_not() {
-        assert!(served(&ServedResource::pods()));
-        assert!(served(&ServedResource::deployments()));
+        let unserved: Vec<String> = ServedResource::defaults()
+            .into_iter()
+            .filter(|r| !served(r))
+            .map(|r| r.kind)
+            .collect();
+        // The protobuf table has no `apiextensions.k8s.io` kinds: definitions answer JSON.
+        assert_eq!(unserved, ["CustomResourceDefinition"]);
         let widgets = ServedResource::new(
             kcache_store::ApiResource::new("example.com", "v1", "widgets", true),
             "Widget",

@@ -451,8 +451,11 @@ impl Producer {
         }
         if let Some(broken) = self.undecodable(kind, obj) {
             if self.protobuf {
+                let api = (self.api_version.clone(), self.kind.clone());
                 return self
-                    .send_counted(|out| protobuf::write_undecodable_event(out, kind, &broken))
+                    .send_counted(|out| {
+                        protobuf::write_undecodable_event(out, kind, (&api.0, &api.1), &broken);
+                    })
                     .await;
             }
             return self

@@ -14,7 +14,9 @@ use hyper::body::Incoming;
 use kcache_protobuf::envelope;
 use kcache_protobuf::frames::{FrameReader, parse_event};
 use kcache_store::{ApiResource, DynamicObject};
-use kcache_testing_server::fake_api_server::{FakeApiServer, INITIAL_EVENTS_END, ServedResource};
+use kcache_testing_server::fake_api_server::{
+    FakeApiServer, Fault, FaultKind, INITIAL_EVENTS_END, ServedResource, Verb,
+};
 use serde_json::{Value, json};
 
 use crate::fake_api_server::create_pods;
@@ -99,27 +101,32 @@ impl ProtoWatch {
         }
     }
 
-    /// The next event: its type and its object's JSON form, with the envelope's `apiVersion`
-    /// and `kind` (which must be the object's own).
-    async fn next(&mut self) -> (String, Value) {
+    /// The next frame's payload; `None` once the stream has ended cleanly.
+    async fn next_payload(&mut self) -> Option<Vec<u8>> {
         loop {
             if let Some(payload) = self.frames.next_frame().unwrap() {
-                let event = parse_event(payload).unwrap();
-                let object: Value = envelope::decode(event.object).unwrap();
-                let e = envelope::parse(event.object).unwrap();
-                assert_eq!(object["apiVersion"], e.api_version);
-                assert_eq!(object["kind"], e.kind);
-                return (event.event_type.to_owned(), object);
+                return Some(payload.to_vec());
             }
             let frame = tokio::time::timeout(Duration::from_secs(5), self.body.frame())
                 .await
-                .expect("an event within 5 s")
-                .expect("the stream goes on")
+                .expect("a frame within 5 s")?
                 .unwrap();
             if let Ok(data) = frame.into_data() {
                 self.frames.push(&data);
             }
         }
+    }
+
+    /// The next event: its type and its object's JSON form, with the envelope's `apiVersion`
+    /// and `kind` (which must be the object's own).
+    async fn next(&mut self) -> (String, Value) {
+        let payload = self.next_payload().await.expect("the stream goes on");
+        let event = parse_event(&payload).unwrap();
+        let object: Value = envelope::decode(event.object).unwrap();
+        let e = envelope::parse(event.object).unwrap();
+        assert_eq!(object["apiVersion"], e.api_version);
+        assert_eq!(object["kind"], e.kind);
+        (event.event_type.to_owned(), object)
     }
 }
 
@@ -560,4 +567,83 @@ async fn access_reviews_in_protobuf_are_answered_in_protobuf() {
     let answered = decoded(&reply);
     assert_eq!(answered["spec"], review["spec"]);
     assert_eq!(answered["status"]["allowed"], true);
+}
+
+#[tokio::test]
+async fn faults_reach_protobuf_clients_in_protobuf() {
+    let server = FakeApiServer::start().await.unwrap();
+    let pods = ServedResource::pods();
+    create_pods(&server, "a", ["p0"]);
+    let client = Client::new(&server);
+    let watch = "/api/v1/pods?watch=1";
+
+    // An HTTP error: its Status enveloped.
+    server.inject(Fault::status(Verb::Get, 500, "InternalError", "boom"));
+    let reply = get(&client, "/api/v1/namespaces/a/pods/p0", PROTOBUF).await;
+    assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR);
+    let status = decoded(&reply);
+    assert_eq!(
+        (&status["reason"], &status["message"]),
+        (&json!("InternalError"), &json!("boom"))
+    );
+
+    // An ERROR event after the first.
+    server.inject(Fault::expired_event(1));
+    let mut stream = ProtoWatch::open(&client, watch).await;
+    assert_eq!(stream.next().await.0, "ADDED");
+    let (event_type, status) = stream.next().await;
+    assert_eq!(event_type, "ERROR");
+    assert_eq!(
+        (status["kind"].as_str(), status["code"].as_u64()),
+        (Some("Status"), Some(410))
+    );
+    assert_eq!(stream.next_payload().await, None);
+
+    // An unknown event type, then the stream goes on.
+    server.inject(Fault::watch(FaultKind::UnknownTypeAfter(1)));
+    let mut stream = ProtoWatch::open(&client, watch).await;
+    assert_eq!(stream.next().await.0, "ADDED");
+    let (event_type, object) = stream.next().await;
+    assert_eq!(
+        (event_type.as_str(), object["kind"].as_str()),
+        ("BOGUS", Some("Pod"))
+    );
+
+    // A corrupt frame, then the stream goes on.
+    server.inject(Fault::watch(FaultKind::CorruptAfter(1)));
+    let mut stream = ProtoWatch::open(&client, watch).await;
+    assert_eq!(stream.next().await.0, "ADDED");
+    let corrupt = stream.next_payload().await.unwrap();
+    assert!(parse_event(&corrupt).is_err(), "{corrupt:?}");
+    create_pods(&server, "a", ["p1"]);
+    assert_eq!(stream.next().await.1["metadata"]["name"], "p1");
+
+    // Half a frame, then the end.
+    server.inject(Fault::watch(FaultKind::TruncateAfter(1)));
+    let mut stream = ProtoWatch::open(&client, watch).await;
+    assert_eq!(stream.next().await.0, "ADDED");
+    assert_eq!(stream.next_payload().await, None);
+    assert!(stream.frames.buffered() > 0);
+
+    // An undecodable MODIFIED event whose identity can still be read.
+    server.inject(Fault::watch(FaultKind::UndecodableModifiedAfter(0)));
+    let rv = server.resource_version();
+    let mut stream = ProtoWatch::open(&client, &format!("{watch}&resourceVersion={rv}")).await;
+    let mut changed = server.get(&pods, Some("a"), "p0").unwrap().as_ref().clone();
+    changed
+        .metadata
+        .labels
+        .get_or_insert_default()
+        .insert("tier".into(), "front".into());
+    server.update(&pods, changed).unwrap();
+    let payload = stream.next_payload().await.unwrap();
+    let event = parse_event(&payload).unwrap();
+    assert_eq!(event.event_type, "MODIFIED");
+    assert!(envelope::decode::<Value>(event.object).is_err());
+    let enveloped = envelope::parse(event.object).unwrap();
+    assert_eq!((enveloped.api_version, enveloped.kind), ("7", "Pod"));
+    let message = kcache_protobuf::table::message_for_kind("v1", "Pod").unwrap();
+    let object: Value = kcache_protobuf::from_message(enveloped.raw, message, None).unwrap();
+    assert_eq!(object["metadata"]["name"], "p0");
+    assert_eq!(server.undecodable_events().len(), 1);
 }
