@@ -274,7 +274,8 @@ async fn watches_in_protobuf_are_frames_of_the_json_events() {
 
 #[tokio::test]
 async fn streaming_lists_in_protobuf_end_with_the_annotated_bookmark() {
-    let server = FakeApiServer::start().await.unwrap();
+    // Over TLS: HTTP/2, whose DATA frames cut the stream anywhere.
+    let server = FakeApiServer::builder().tls(true).start().await.unwrap();
     let pods = ServedResource::pods();
     create_pods(&server, "ns", ["b", "a"]);
     let client = Client::new(&server);
@@ -646,4 +647,62 @@ async fn faults_reach_protobuf_clients_in_protobuf() {
     let object: Value = kcache_protobuf::from_message(enveloped.raw, message, None).unwrap();
     assert_eq!(object["metadata"]["name"], "p0");
     assert_eq!(server.undecodable_events().len(), 1);
+}
+
+#[tokio::test]
+async fn patches_scales_and_collection_deletes_answer_in_protobuf() {
+    let server = FakeApiServer::start().await.unwrap();
+    let client = Client::new(&server);
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let created = client
+        .request(Method::POST, deployments, Some(deployment("web")))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let web = format!("{deployments}/web");
+
+    // A merge patch, answered in protobuf: the JSON of the object it stored.
+    let patch = json!({"metadata": {"labels": {"tier": "front"}}});
+    let reply = send(
+        &client,
+        Method::PATCH,
+        &web,
+        Some(("application/merge-patch+json", patch.to_string().into())),
+        PROTOBUF,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    let patched = decoded(&reply);
+    assert_eq!(patched["metadata"]["labels"]["tier"], "front");
+    assert_eq!(patched, client.get(&web).await.json());
+
+    // The scale subresource: read, then replaced with a protobuf body.
+    let reply = get(&client, &format!("{web}/scale"), PROTOBUF).await;
+    assert_eq!(
+        envelope_kind(&reply),
+        ("autoscaling/v1".into(), "Scale".into())
+    );
+    let mut scale = decoded(&reply);
+    assert_eq!(scale["spec"]["replicas"], 2);
+    assert_eq!(scale, client.get(&format!("{web}/scale")).await.json());
+    scale["spec"]["replicas"] = json!(5);
+    let body = envelope::encode_object(&scale).unwrap();
+    let reply = send(
+        &client,
+        Method::PUT,
+        &format!("{web}/scale"),
+        Some((envelope::CONTENT_TYPE, body.into())),
+        PROTOBUF,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(decoded(&reply)["spec"]["replicas"], 5);
+    assert_eq!(client.get(&web).await.json()["spec"]["replicas"], 5);
+
+    // A collection delete answers the list of what it deleted.
+    let reply = send(&client, Method::DELETE, deployments, None, PROTOBUF).await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(envelope_kind(&reply).1, "DeploymentList");
+    let deleted = decoded(&reply);
+    assert_eq!(deleted["items"][0]["metadata"]["name"], "web");
+    assert_eq!(client.get(deployments).await.json()["items"], json!([]));
 }
