@@ -698,6 +698,21 @@ async fn patches_scales_and_collection_deletes_answer_in_protobuf() {
     assert_eq!(decoded(&reply)["spec"]["replicas"], 5);
     assert_eq!(client.get(&web).await.json()["spec"]["replicas"], 5);
 
+    // A DELETE whose options are protobuf (client-go's clientsets send them so): a dry run.
+    let options = json!({"apiVersion": "apps/v1", "kind": "DeleteOptions", "dryRun": ["All"]});
+    let body = envelope::encode_object(&options).unwrap();
+    let reply = send(
+        &client,
+        Method::DELETE,
+        &web,
+        Some((envelope::CONTENT_TYPE, body.into())),
+        PROTOBUF,
+    )
+    .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(decoded(&reply)["status"], "Success");
+    assert_eq!(client.get(&web).await.status, StatusCode::OK, "a dry run");
+
     // A collection delete answers the list of what it deleted.
     let reply = send(&client, Method::DELETE, deployments, None, PROTOBUF).await;
     assert_eq!(reply.status, StatusCode::OK);
