@@ -12,8 +12,10 @@
 //! - Custom resources have no protobuf encoding (on kube-apiserver neither): a protobuf range in
 //!   `Accept` is skipped for them, so protobuf alone is 406 and protobuf then JSON is JSON (see
 //!   [`negotiation`](super::negotiation)).
-//! - POST and PUT bodies in protobuf (kubectl's generated `create` commands send them) are decoded
-//!   to their JSON form, then written exactly as a JSON body is; undecodable bytes are 400.
+//! - POST and PUT bodies in protobuf (kubectl's generated `create` commands send them), DELETE
+//!   options and access reviews too, are decoded to their JSON form (their empty strings left
+//!   out, see [`decode_body`]), then handled exactly as a JSON body is; undecodable bytes are
+//!   400.
 //!
 //! Encoding a stored object costs a JSON parse and a protobuf write per answer (nothing is kept
 //! encoded): fine for tests, not for benchmarks of protobuf clients.
