@@ -56,7 +56,12 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "kcache-testing-server",
-        &["kcache-store", "kcache-reflector", "kcache-testing"],
+        &[
+            "kcache-store",
+            "kcache-protobuf",
+            "kcache-reflector",
+            "kcache-testing",
+        ],
     ),
     ("kcache-xtask", &[]),
 ];

@@ -6,9 +6,9 @@
 //! `spec` with `status.allowed: true`, a rules review lists one rule allowing every verb on
 //! every resource and URL. Both are created and never stored, as kube-apiserver does.
 //!
-//! kubectl (`auth can-i`) sends its review as protobuf, which the fake server does not decode:
-//! a protobuf review is answered in JSON (which kubectl reads) with the same allowed status and
-//! no `spec` echoed.
+//! kubectl (`auth can-i`) sends its review as protobuf and prefers a protobuf answer: the
+//! review is decoded and answered as a JSON one is, in protobuf (see
+//! [`protobuf`](super::protobuf)).
 
 use serde_json::{Value, json};
 
@@ -53,20 +53,14 @@ pub(crate) fn review_plural<'a>(segs: &[&'a str]) -> Option<&'a str> {
     }
 }
 
-/// The review created from `body` (protobuf when `protobuf`, else JSON) at collection
-/// `plural`: its `status` filled in.
+/// The review created from `body` (JSON) at collection `plural`: its `status` filled in.
 ///
 /// # Errors
 ///
 /// The body is not a JSON object, or its kind is not the collection's (400).
-pub(crate) fn review(plural: &str, body: &[u8], protobuf: bool) -> Result<Value, ApiError> {
-    let mut review: Value = if protobuf {
-        json!({"spec": {}})
-    } else {
-        serde_json::from_slice(body).map_err(|e| {
-            ApiError::bad_request(&format!("the object provided is unrecognized: {e}"))
-        })?
-    };
+pub(crate) fn review(plural: &str, body: &[u8]) -> Result<Value, ApiError> {
+    let mut review: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(&format!("the object provided is unrecognized: {e}")))?;
     let kind = if plural == "selfsubjectaccessreviews" {
         "SelfSubjectAccessReview"
     } else {

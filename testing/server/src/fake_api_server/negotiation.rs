@@ -3,12 +3,17 @@
 //! Media ranges are tried in order. `application/json` (or `*/*`, `application/*`) without
 //! conversion parameters is the object as stored; with `as=Table` a `meta.k8s.io/v1` Table;
 //! with `as=PartialObjectMetadata` or `as=PartialObjectMetadataList` and `g=meta.k8s.io`,
-//! `v=v1` or `v1beta1`, metadata only ([`partial_metadata`](super::partial_metadata)). A range
-//! asking for another conversion, or for another media type (protobuf, YAML, CBOR), is skipped:
-//! clients list their preferences with JSON as the fallback. When no range is left, the answer
-//! is kube-apiserver's 406 naming the media types it serves for the kind.
+//! `v=v1` or `v1beta1`, metadata only ([`partial_metadata`](super::partial_metadata)).
+//! `application/vnd.kubernetes.protobuf` without conversion parameters is the object in
+//! protobuf ([`protobuf`](super::protobuf)) for a kind the protobuf table has, built-in kinds;
+//! for custom resources, which have no protobuf encoding, it is skipped. A range asking for
+//! another conversion (metadata or a Table in protobuf), or for another media type (YAML,
+//! CBOR), is skipped too: clients list their preferences with JSON as the fallback. When no
+//! range is left, the answer is kube-apiserver's 406 naming the media types it serves for the
+//! kind.
 
 use super::partial_metadata::Partial;
+use super::protobuf;
 use super::served_resource::ServedResource;
 use super::status::ApiError;
 
@@ -21,6 +26,8 @@ pub(crate) enum Format {
     Table,
     /// Metadata only.
     Partial(Partial),
+    /// The object (or list) as stored, in protobuf.
+    Protobuf,
 }
 
 impl Format {
@@ -73,6 +80,14 @@ pub(crate) fn negotiate(
                 if let Some(partial) = Partial::from_params(as_kind, group, version) {
                     return Ok(Format::Partial(partial));
                 }
+            }
+            protobuf::MEDIA_TYPE
+                if as_kind.is_none()
+                    && group.is_none()
+                    && version.is_none()
+                    && protobuf::served(resource) =>
+            {
+                return Ok(Format::Protobuf);
             }
             "*/*" | "application/*" => return Ok(Format::Json),
             _ => {}
@@ -147,6 +162,40 @@ mod tests {
         assert_eq!(format("application/json;g=meta.k8s.io;v=v1"), Err(406));
         assert_eq!(format("application/yaml"), Err(406));
         assert_eq!(format("*/*"), Ok(Format::Json));
+    }
+
+    #[test]
+    fn protobuf_for_built_in_kinds_json_for_custom_resources() {
+        let widgets = ServedResource::new(
+            kcache_store::ApiResource::new("example.com", "v1", "widgets", true),
+            "Widget",
+        );
+        let custom = |accept: &str| negotiate(Some(accept), &widgets).map_err(|e| e.code);
+        for accept in [
+            "application/vnd.kubernetes.protobuf",
+            "application/vnd.kubernetes.protobuf, */*",
+            "application/vnd.kubernetes.protobuf,application/json",
+            "application/vnd.kubernetes.protobuf;stream=watch",
+        ] {
+            assert_eq!(format(accept), Ok(Format::Protobuf), "{accept}");
+        }
+        assert_eq!(
+            format("application/json, application/vnd.kubernetes.protobuf"),
+            Ok(Format::Json)
+        );
+        assert_eq!(
+            format("application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1"),
+            Err(406)
+        );
+        assert_eq!(custom("application/vnd.kubernetes.protobuf"), Err(406));
+        assert_eq!(
+            custom("application/vnd.kubernetes.protobuf, */*"),
+            Ok(Format::Json)
+        );
+        assert_eq!(
+            custom("application/vnd.kubernetes.protobuf,application/json"),
+            Ok(Format::Json)
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ use super::negotiation::{Format, negotiate};
 use super::params::{self, ListParams, Target, parse_rv, truthy};
 use super::partial_metadata;
 use super::patch::{self, PatchType};
+use super::protobuf;
 use super::response::{error_response, json_response};
 use super::schema;
 use super::served_resource::{ResourceId, ServedResource};
@@ -54,11 +55,20 @@ fn object_response(
             Ok(version) => json_response(code, partial_metadata::object_body(version, stored)),
             Err(e) => error_response(&e),
         },
-        Format::Json => {
+        Format::Json | Format::Protobuf => {
             let mut body = Vec::with_capacity(stored.json_len(true));
             stored.write_json(&mut body, true);
-            json_response(code, body)
+            encoded_response(code, body, format)
         }
+    }
+}
+
+/// A response with status `code` and the JSON answer `json`, in protobuf when `format` is.
+fn encoded_response(code: u16, json: Vec<u8>, format: Format) -> Response<ResponseBody> {
+    if format == Format::Protobuf {
+        protobuf::response(code, json)
+    } else {
+        json_response(code, json)
     }
 }
 
@@ -130,20 +140,29 @@ async fn route(
                 "the server does not allow this method on the requested resource",
             )));
         }
-        let protobuf = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/vnd.kubernetes.protobuf"));
-        let body = read_body(req.into_body()).await.map_err(err)?;
-        let review = access::review(plural, &body, protobuf).map_err(err)?;
-        return Ok(json_response(
-            201,
-            serde_json::to_vec(&review).unwrap_or_default(),
-        ));
+        let protobuf_body = content_type(&req).is_some_and(protobuf::is_protobuf);
+        let mut body = read_body(req.into_body()).await.map_err(err)?;
+        if protobuf_body {
+            body = protobuf::decode_body(&body).map_err(err)?;
+        }
+        let review = access::review(plural, &body).map_err(err)?;
+        let review = serde_json::to_vec(&review).unwrap_or_default();
+        if protobuf::preferred(accept.as_deref()) {
+            return Ok(protobuf::response(201, review));
+        }
+        return Ok(json_response(201, review));
     }
     let target = parse_target(shared, &segs).map_err(err)?;
     let format = negotiate(accept.as_deref(), &target.resource).map_err(err)?;
+    // Errors from here on are in the format negotiated: a `Status` in protobuf for a protobuf
+    // request, as kube-apiserver answers them.
+    let err = |e: ApiError| {
+        if format == Format::Protobuf {
+            protobuf::error_response(&e)
+        } else {
+            error_response(&e)
+        }
+    };
     let is_watch = target.watch_prefix
         || query
             .iter()
@@ -197,9 +216,10 @@ async fn route(
                 .map_err(err)?;
             if target.subresource == Some(Subresource::Scale) {
                 let scale = subresource::scale_of(&obj.object, &target.resource.scale_paths);
-                return Ok(json_response(
+                return Ok(encoded_response(
                     200,
                     serde_json::to_vec(&scale).unwrap_or_default(),
+                    format,
                 ));
             }
             Ok(object_response(200, &obj, format, &target.resource))
@@ -218,7 +238,11 @@ async fn route(
                 )));
             }
             write_options::check(query, None).map_err(err)?;
-            let body = read_body(req.into_body()).await.map_err(err)?;
+            let protobuf_body = content_type(&req).is_some_and(protobuf::is_protobuf);
+            let mut body = read_body(req.into_body()).await.map_err(err)?;
+            if protobuf_body {
+                body = protobuf::decode_body(&body).map_err(err)?;
+            }
             let options = DeleteOptions::parse(&body).map_err(err)?;
             let dry_run = options.dry_run
                 || write_options::dry_run(write_options::dry_run_values(query), "DeleteOptions")
@@ -305,9 +329,8 @@ async fn write(
         _ => {}
     }
     write_options::check(query, patch_type)?;
-    if patch_type.is_none() {
-        refuse_protobuf(&req)?;
-    }
+    let protobuf_body =
+        patch_type.is_none() && content_type(&req).is_some_and(protobuf::is_protobuf);
     let user_agent = req
         .headers()
         .get(header::USER_AGENT)
@@ -328,7 +351,11 @@ async fn write(
         _ => "PatchOptions",
     };
     let dry_run = write_options::dry_run(write_options::dry_run_values(query), options_kind)?;
-    let body = read_body(req.into_body()).await?;
+    let mut body = read_body(req.into_body()).await?;
+    if protobuf_body {
+        // kubectl's generated `create` commands send protobuf: written as its JSON form.
+        body = protobuf::decode_body(&body)?;
+    }
     let level = field_validation::Level::of(query);
     if let (Some(patch_type), Some(name)) = (patch_type, name) {
         let patch = patch::decode(patch_type, &body)?;
@@ -433,27 +460,11 @@ async fn write(
     Ok(response)
 }
 
-/// 415 for a POST or PUT whose body is protobuf (`kubectl create deployment`, `create
-/// namespace`, `create configmap` and other generated commands send it): the fake server
-/// decodes JSON bodies only, and says so rather than failing to parse the bytes as JSON.
-fn refuse_protobuf(req: &Request<Incoming>) -> Result<(), ApiError> {
-    let content_type = req
-        .headers()
+/// The request's `Content-Type`, if it has a readable one.
+fn content_type(req: &Request<Incoming>) -> Option<&str> {
+    req.headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if content_type.starts_with("application/vnd.kubernetes.protobuf") {
-        return Err(ApiError::new(
-            415,
-            "UnsupportedMediaType",
-            &format!(
-                "the body's media type {content_type:?} is not supported by the fake API server: \
-                 it decodes JSON bodies only (send the object as JSON, as `kubectl apply -f` and \
-                 `kubectl create -f` do)"
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// The answer to a write of an object or of its subresource `sub`: the object in `format`, or
@@ -467,7 +478,7 @@ fn written_response(
 ) -> Response<ResponseBody> {
     if sub == Some(Subresource::Scale) {
         let scale = subresource::scale_of(&stored.object, &resource.scale_paths);
-        return json_response(code, serde_json::to_vec(&scale).unwrap_or_default());
+        return encoded_response(code, serde_json::to_vec(&scale).unwrap_or_default(), format);
     }
     object_response(code, stored, format, resource)
 }
@@ -495,7 +506,7 @@ fn delete_response(
             "uid": meta.uid,
         },
     });
-    json_response(200, serde_json::to_vec(&status).unwrap_or_default())
+    encoded_response(200, serde_json::to_vec(&status).unwrap_or_default(), format)
 }
 
 /// DELETE of a collection (`deletecollection`): every object the label and field selectors of
@@ -537,9 +548,11 @@ fn delete_collection(
         Format::Partial(partial) => {
             partial_metadata::list_body(partial.for_list(&target.resource)?, &meta, &items)?
         }
-        Format::Json | Format::Table => list_body(&target.resource, &meta, &items)?,
+        Format::Json | Format::Table | Format::Protobuf => {
+            list_body(&target.resource, &meta, &items)?
+        }
     };
-    Ok(json_response(200, body))
+    Ok(encoded_response(200, body, format))
 }
 
 fn parse_target(shared: &Shared, segs: &[&str]) -> Result<Target, ApiError> {
@@ -831,7 +844,7 @@ async fn list(
         Format::Partial(partial) => {
             partial_metadata::list_body(partial.for_list(&target.resource)?, &meta, &items)?
         }
-        Format::Json => list_body(&target.resource, &meta, &items)?,
+        Format::Json | Format::Protobuf => list_body(&target.resource, &meta, &items)?,
     };
     drop(items);
     drop(objects);
@@ -841,7 +854,7 @@ async fn list(
             .remaining
             .insert(list_rv, namespace, next, remaining);
     }
-    Ok(json_response(200, body))
+    Ok(encoded_response(200, body, format))
 }
 
 /// The JSON of a `<Kind>List` with `meta` and `items`, copied from their stored encodings.

@@ -1,4 +1,6 @@
-//! Watch streams: one task per watch writes newline-delimited JSON events into the response body.
+//! Watch streams: one task per watch writes newline-delimited JSON events into the response body
+//! (or, for a client that asked for protobuf, length-prefixed protobuf frames, see
+//! [`protobuf`](super::protobuf); "line" below means either).
 //!
 //! Events that are ready together (the initial events of a watch-list, a history replay, a burst
 //! of queued changes) go out in frames of several lines, up to 64 KiB by default, instead of one
@@ -23,6 +25,7 @@ use super::faults::{FaultKind, UndecodableEvent};
 use super::negotiation::Format;
 use super::params::{ListParams, Target, parse_rv};
 use super::partial_metadata::{self, Partial};
+use super::protobuf;
 use super::response::error_response;
 use super::state::{Event, EventType, Shared, wait_for_rv};
 use super::status::ApiError;
@@ -60,6 +63,7 @@ pub(crate) async fn serve(
 ) -> Response<ResponseBody> {
     match plan(&shared, &mut p).await {
         Ok(start) => stream(&shared, target, p, format, fault, start),
+        Err(e) if format == Format::Protobuf => protobuf::error_response(&e),
         Err(e) => error_response(&e),
     }
 }
@@ -133,14 +137,17 @@ fn stream(
 ) -> Response<ResponseBody> {
     let (tx, rx) = mpsc::channel(BODY_BUFFER);
     let mut resp = Response::new(ResponseBody::Stream(rx));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    let content_type = if format == Format::Protobuf {
+        kcache_protobuf::envelope::WATCH_CONTENT_TYPE
+    } else {
+        "application/json"
+    };
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     let timeout = p.timeout.unwrap_or(shared.config.default_watch_timeout);
     let partial = match format {
         Format::Partial(partial) => Some(partial),
-        Format::Json | Format::Table => None,
+        Format::Json | Format::Table | Format::Protobuf => None,
     };
     // Bookmarks (and the objects of faults) are of the kind the watch's objects are.
     let (kind, api_version) = match partial {
@@ -163,6 +170,7 @@ fn stream(
         shared: shared.clone(),
         table: (format == Format::Table).then(|| Printer::new(&target.resource)),
         partial,
+        protobuf: format == Format::Protobuf,
         target,
         p,
         tx,
@@ -191,6 +199,8 @@ struct Producer {
     /// `PartialObjectMetadata`; asking for the list kind ends the stream at the first object,
     /// which kube-apiserver cannot encode so and ends its stream at.
     partial: Option<Partial>,
+    /// Whether events are protobuf frames rather than JSON lines.
+    protobuf: bool,
     tx: mpsc::Sender<Chunk>,
     /// Lines written but not sent yet (see [`Producer::write`]).
     batch: Vec<u8>,
@@ -440,6 +450,14 @@ impl Producer {
             return self.send_counted(|out| write_line(out, kind, &t)).await;
         }
         if let Some(broken) = self.undecodable(kind, obj) {
+            if self.protobuf {
+                let api = (self.api_version.clone(), self.kind.clone());
+                return self
+                    .send_counted(|out| {
+                        protobuf::write_undecodable_event(out, kind, (&api.0, &api.1), &broken);
+                    })
+                    .await;
+            }
             return self
                 .send_counted(|out| write_line(out, kind, &broken))
                 .await;
@@ -452,6 +470,12 @@ impl Producer {
                     partial_metadata::write_event_line(out, kind, version, obj);
                 })
                 .await
+            }
+            None if self.protobuf => {
+                let mut json = Vec::with_capacity(obj.json_len(true));
+                obj.write_json(&mut json, true);
+                self.send_counted(|out| protobuf::write_event_json(out, kind, &json))
+                    .await
             }
             None => {
                 self.send_counted(|out| obj.write_event_line(out, kind))
@@ -489,7 +513,9 @@ impl Producer {
     }
 
     async fn send_line(&mut self, kind: &str, obj: &impl serde::Serialize) -> Result<(), Stop> {
-        self.write(|out| write_line(out, kind, obj)).await
+        let protobuf = self.protobuf;
+        self.write(|out| write_event(out, protobuf, kind, obj))
+            .await
     }
 
     /// Writes an event line, then applies an "after N events" fault.
@@ -598,10 +624,13 @@ impl Producer {
                 let obj = json!({"kind": self.kind, "apiVersion": self.api_version,
                     "metadata": {"name": "truncated", "resourceVersion": self.last_rv.to_string()}});
                 let mut line = Vec::new();
-                write_line(&mut line, "MODIFIED", &obj);
+                write_event(&mut line, self.protobuf, "MODIFIED", &obj);
                 line.truncate(line.len() / 2);
                 self.write(|out| out.extend_from_slice(&line)).await?;
                 Err(Stop)
+            }
+            FaultKind::CorruptAfter(_) if self.protobuf => {
+                self.write(protobuf::write_corrupt_frame).await
             }
             FaultKind::CorruptAfter(_) => {
                 self.write(|out| {
@@ -620,6 +649,16 @@ impl Producer {
             }
             _ => Err(Stop),
         }
+    }
+}
+
+/// Appends the event `kind` of `obj`: its protobuf frame when `protobuf`, else its JSON line.
+fn write_event(out: &mut Vec<u8>, protobuf: bool, kind: &str, obj: &impl serde::Serialize) {
+    if protobuf {
+        let value = serde_json::to_value(obj).unwrap_or_default();
+        protobuf::write_event(out, kind, &value);
+    } else {
+        write_line(out, kind, obj);
     }
 }
 

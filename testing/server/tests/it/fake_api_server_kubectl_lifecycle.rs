@@ -286,19 +286,3 @@ async fn kubectl_installs_a_crd_then_its_objects() {
         "{err}"
     );
 }
-
-/// kubectl's generated `create` commands send protobuf bodies, which the fake server does not
-/// decode: it answers 415 naming the media type, and kubectl prints it.
-#[tokio::test]
-async fn kubectl_create_namespace_is_refused_with_a_clear_unsupported_media_type() {
-    if !kubectl_available("kubectl_create_namespace_is_refused_with_a_clear_unsupported_media_type")
-    {
-        return;
-    }
-    let env = env(true).await;
-    let err = fails(&env, &["create", "namespace", "team-a"]).await;
-    assert!(
-        err.contains("UnsupportedMediaType") || err.contains("decodes JSON bodies only"),
-        "{err}"
-    );
-}
