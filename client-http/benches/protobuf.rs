@@ -58,9 +58,12 @@ fn protobuf_decode(stream: &Bytes) -> usize {
         while let Some(payload) = frames.next_frame().expect("frames") {
             let event = parse_event(payload).expect("an event");
             let env = envelope::parse(event.object).expect("an envelope");
-            let pod: SkipManagedFields<Pod> =
-                kcache_protobuf::from_message(env.raw, env.message().expect("a kind"), Some(env.type_meta()))
-                    .expect("a pod");
+            let pod: SkipManagedFields<Pod> = kcache_protobuf::from_message(
+                env.raw,
+                env.message().expect("a kind"),
+                Some(env.type_meta()),
+            )
+            .expect("a pod");
             black_box(&pod);
             n += 1;
         }

@@ -129,6 +129,11 @@ fn len_field<'de>(
     Ok(found)
 }
 
+/// Whether `wire` is the empty value of its type (`""`, `0`, `false`).
+fn is_zero(wire: Wire<'_>) -> bool {
+    matches!(wire, Wire::Len([]) | Wire::Varint(0))
+}
+
 fn mismatch(message: &'static Message, field: &'static str, wire: Wire<'_>) -> Error {
     Error::Mismatch {
         message: message.name,
@@ -308,6 +313,7 @@ static STRING_ITEM: Field = Field {
     repeated: true,
     required: false,
     inline: false,
+    omit_zero: false,
 };
 
 /// A field's value, as the message access found it.
@@ -368,6 +374,9 @@ impl<'de> Level<'de> {
                 }
                 Pending::Run(self.reader.since(start), count)
             } else {
+                if field.omit_zero && is_zero(wire) {
+                    continue;
+                }
                 Pending::Single(wire)
             };
             return Ok(Some((field, value)));
@@ -395,6 +404,7 @@ static API_VERSION: Field = Field {
     repeated: false,
     required: false,
     inline: false,
+    omit_zero: false,
 };
 static KIND: Field = Field {
     number: 0,
@@ -403,6 +413,7 @@ static KIND: Field = Field {
     repeated: false,
     required: false,
     inline: false,
+    omit_zero: false,
 };
 
 /// Presents `apiVersion`, then `kind`, from `type_meta`; `None` once both were.
@@ -433,10 +444,15 @@ fn next_prefix<'de>(
 impl<'de> MapAccess<'de> for StreamAccess<'de> {
     type Error = Error;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
         if let Some((field, value)) = next_prefix(self.type_meta, &mut self.prefix) {
             self.pending = Some((self.outer.message, field, value));
-            return seed.deserialize(BorrowedStrDeserializer::new(field.json)).map(Some);
+            return seed
+                .deserialize(BorrowedStrDeserializer::new(field.json))
+                .map(Some);
         }
         loop {
             let (owner, next) = match self.inline.as_mut() {
@@ -450,7 +466,8 @@ impl<'de> MapAccess<'de> for StreamAccess<'de> {
                 return Ok(None);
             };
             if field.inline {
-                let (Kind::Message(inner), Pending::Single(Wire::Len(bytes))) = (field.kind, &value)
+                let (Kind::Message(inner), Pending::Single(Wire::Len(bytes))) =
+                    (field.kind, &value)
                 else {
                     return Err(Error::Mismatch {
                         message: owner.name,
@@ -466,7 +483,9 @@ impl<'de> MapAccess<'de> for StreamAccess<'de> {
                 continue;
             }
             self.pending = Some((owner, field, value));
-            return seed.deserialize(BorrowedStrDeserializer::new(field.json)).map(Some);
+            return seed
+                .deserialize(BorrowedStrDeserializer::new(field.json))
+                .map(Some);
         }
     }
 
@@ -530,6 +549,9 @@ fn gather<'de>(
             continue;
         };
         hint = i + 1;
+        if field.omit_zero && is_zero(wire) {
+            continue;
+        }
         if field.inline {
             let (Kind::Message(inner), Wire::Len(b)) = (field.kind, wire) else {
                 return Err(mismatch(message, field.json, wire));

@@ -59,6 +59,10 @@ pub enum Kind {
 
 /// One field of a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent facts of one field, read in the decoder's inner loop"
+)]
 pub struct Field {
     /// Its number on the wire.
     pub number: u32,
@@ -73,6 +77,9 @@ pub struct Field {
     /// An embedded message whose fields the JSON encoding writes into this object
     /// (`Probe`'s handler: `exec`, `httpGet` beside `initialDelaySeconds`); `json` is empty.
     pub inline: bool,
+    /// A plain (not pointer) Go field with `omitempty`: Go's protobuf encoder writes it even
+    /// when empty (`""`, `0`), its JSON encoder leaves it out; read as absent when empty.
+    pub omit_zero: bool,
 }
 
 /// One message type.

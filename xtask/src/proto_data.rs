@@ -77,6 +77,40 @@ const SPECIAL: &[(&str, &str)] = &[
     ("io.k8s.apimachinery.pkg.apis.meta.v1.Verbs", "StringList"),
 ];
 
+/// Scalar fields that Go declares as plain values (not pointers) with `omitempty`: Go's
+/// protobuf encoder writes them even when empty, its JSON encoder leaves them out, so the table
+/// marks them to be read as absent when empty. Only the metadata every object carries is listed
+/// (it drives keys, indexes and selectors); elsewhere the encodings cannot be told apart and an
+/// empty value is kept, as a pointer field's empty value means something (`replicas: 0`).
+const OMIT_ZERO: &[(&str, &[&str])] = &[
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+        &[
+            "name",
+            "generateName",
+            "namespace",
+            "selfLink",
+            "uid",
+            "resourceVersion",
+            "generation",
+        ],
+    ),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta",
+        &["selfLink", "resourceVersion", "continue"],
+    ),
+    (
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry",
+        &[
+            "manager",
+            "operation",
+            "apiVersion",
+            "fieldsType",
+            "subresource",
+        ],
+    ),
+];
+
 /// One field as prost declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ProstField {
@@ -513,10 +547,13 @@ fn generate(
             };
             let _ = writeln!(
                 out,
-                "            Field {{ number: {}, json: \"{json}\", kind: {kind}, repeated: {}, required: {}, inline: {inline} }},",
+                "            Field {{ number: {}, json: \"{json}\", kind: {kind}, repeated: {}, required: {}, inline: {inline}, omit_zero: {} }},",
                 field.number,
                 field.repeated,
-                required.contains(json.as_str())
+                required.contains(json.as_str()),
+                OMIT_ZERO
+                    .iter()
+                    .any(|(d, fields)| d == definition && fields.contains(&json.as_str()))
             );
         }
         let _ = writeln!(out, "        ],\n    }},");

@@ -24,6 +24,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -32,6 +33,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -47,6 +49,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -55,6 +58,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -70,6 +74,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -78,6 +83,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -93,6 +99,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -101,6 +108,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -109,6 +117,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -117,6 +126,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -125,6 +135,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -140,6 +151,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -148,6 +160,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -156,6 +169,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -164,6 +178,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -172,6 +187,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -180,6 +196,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -188,6 +205,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -196,6 +214,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -204,6 +223,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -212,6 +232,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -220,6 +241,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -228,6 +250,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -243,6 +266,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -251,6 +275,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -266,6 +291,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -274,6 +300,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -289,6 +316,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -297,6 +325,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
         ],
     },
@@ -312,6 +341,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -320,6 +350,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -335,6 +366,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -343,6 +375,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -351,6 +384,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -359,6 +393,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -374,6 +409,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -382,6 +418,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -390,6 +427,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -398,6 +436,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -413,6 +452,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -421,6 +461,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
         ],
     },
@@ -436,6 +477,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -444,6 +486,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -452,6 +495,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -460,6 +504,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -474,6 +519,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -488,6 +534,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -496,6 +543,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -504,6 +552,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -519,6 +568,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -527,6 +577,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -542,6 +593,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -550,6 +602,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -565,6 +618,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -573,6 +627,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -581,6 +636,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -589,6 +645,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -604,6 +661,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -612,6 +670,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -627,6 +686,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -635,6 +695,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -643,6 +704,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -651,6 +713,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -659,6 +722,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -667,6 +731,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -675,6 +740,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -690,6 +756,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -698,6 +765,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -706,6 +774,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -721,6 +790,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -729,6 +799,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -737,6 +808,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -745,6 +817,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -753,6 +826,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -761,6 +835,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -769,6 +844,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -777,6 +853,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -785,6 +862,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -793,6 +871,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -801,6 +880,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -816,6 +896,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -824,6 +905,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -839,6 +921,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -847,6 +930,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -862,6 +946,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -870,6 +955,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -878,6 +964,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -886,6 +973,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -901,6 +989,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -909,6 +998,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -924,6 +1014,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -932,6 +1023,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -940,6 +1032,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -955,6 +1048,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -963,6 +1057,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -971,6 +1066,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -986,6 +1082,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -994,6 +1091,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1009,6 +1107,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1017,6 +1116,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1025,6 +1125,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1040,6 +1141,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1048,6 +1150,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1056,6 +1159,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -1064,6 +1168,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -1072,6 +1177,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1087,6 +1193,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1095,6 +1202,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1110,6 +1218,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1118,6 +1227,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1126,6 +1236,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -1134,6 +1245,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -1142,6 +1254,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1157,6 +1270,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1165,6 +1279,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1173,6 +1288,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -1181,6 +1297,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -1189,6 +1306,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -1197,6 +1315,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -1205,6 +1324,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -1213,6 +1333,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -1221,6 +1342,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -1229,6 +1351,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1244,6 +1367,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1252,6 +1376,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1267,6 +1392,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1275,6 +1401,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1283,6 +1410,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1298,6 +1426,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1306,6 +1435,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -1314,6 +1444,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -1322,6 +1453,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -1330,6 +1462,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -1338,6 +1471,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1353,6 +1487,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1361,6 +1496,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1376,6 +1512,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1384,6 +1521,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1392,6 +1530,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -1400,6 +1539,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -1408,6 +1548,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -1416,6 +1557,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -1424,6 +1566,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -1432,6 +1575,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1447,6 +1591,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1455,6 +1600,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1463,6 +1609,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -1471,6 +1618,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -1479,6 +1627,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -1487,6 +1636,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -1495,6 +1645,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -1503,6 +1654,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -1511,6 +1663,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1526,6 +1679,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1534,6 +1688,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1549,6 +1704,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1557,6 +1713,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1565,6 +1722,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1580,6 +1738,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1588,6 +1747,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1596,6 +1756,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -1604,6 +1765,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -1612,6 +1774,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1627,6 +1790,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1635,6 +1799,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1650,6 +1815,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1658,6 +1824,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1666,6 +1833,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -1674,6 +1842,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1689,6 +1858,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1697,6 +1867,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1705,6 +1876,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -1713,6 +1885,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -1721,6 +1894,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -1729,6 +1903,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -1737,6 +1912,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1752,6 +1928,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1760,6 +1937,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1775,6 +1953,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1783,6 +1962,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1798,6 +1978,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1806,6 +1987,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1821,6 +2003,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1829,6 +2012,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1837,6 +2021,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1852,6 +2037,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1860,6 +2046,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1868,6 +2055,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -1876,6 +2064,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -1884,6 +2073,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1899,6 +2089,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1907,6 +2098,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1921,6 +2113,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -1935,6 +2128,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1943,6 +2137,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -1958,6 +2153,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -1966,6 +2162,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -1974,6 +2171,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -1982,6 +2180,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -1990,6 +2189,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -1998,6 +2198,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -2006,6 +2207,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -2014,6 +2216,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -2022,6 +2225,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -2030,6 +2234,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -2038,6 +2243,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2053,6 +2259,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2061,6 +2268,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2069,6 +2277,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -2077,6 +2286,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -2085,6 +2295,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -2093,6 +2304,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -2101,6 +2313,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -2109,6 +2322,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -2117,6 +2331,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -2125,6 +2340,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2140,6 +2356,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2148,6 +2365,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2163,6 +2381,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2171,6 +2390,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2179,6 +2399,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -2187,6 +2408,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2201,6 +2423,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -2215,6 +2438,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2223,6 +2447,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2237,6 +2462,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -2251,6 +2477,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2259,6 +2486,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2267,6 +2495,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2282,6 +2511,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2290,6 +2520,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -2298,6 +2529,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2313,6 +2545,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2321,6 +2554,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2336,6 +2570,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2344,6 +2579,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2352,6 +2588,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2367,6 +2604,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2375,6 +2613,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2390,6 +2629,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2398,6 +2638,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2406,6 +2647,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -2414,6 +2656,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2429,6 +2672,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2437,6 +2681,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2445,6 +2690,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -2453,6 +2699,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2467,6 +2714,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -2481,6 +2729,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2489,6 +2738,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2504,6 +2754,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2512,6 +2763,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2527,6 +2779,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2535,6 +2788,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2543,6 +2797,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2558,6 +2813,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2566,6 +2822,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2581,6 +2838,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2589,6 +2847,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2604,6 +2863,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2612,6 +2872,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2620,6 +2881,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -2628,6 +2890,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -2636,6 +2899,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -2644,6 +2908,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -2652,6 +2917,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -2660,6 +2926,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -2668,6 +2935,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2683,6 +2951,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2691,6 +2960,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2699,6 +2969,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -2707,6 +2978,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2722,6 +2994,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2730,6 +3003,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2738,6 +3012,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2753,6 +3028,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2761,6 +3037,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2776,6 +3053,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2784,6 +3062,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2792,6 +3071,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2806,6 +3086,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -2820,6 +3101,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2828,6 +3110,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2836,6 +3119,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2851,6 +3135,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2859,6 +3144,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2867,6 +3153,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -2875,6 +3162,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -2883,6 +3171,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -2891,6 +3180,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2906,6 +3196,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2914,6 +3205,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2922,6 +3214,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -2930,6 +3223,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2945,6 +3239,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2953,6 +3248,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -2961,6 +3257,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -2969,6 +3266,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -2984,6 +3282,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -2992,6 +3291,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3000,6 +3300,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3015,6 +3316,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3023,6 +3325,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3031,6 +3334,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3046,6 +3350,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3054,6 +3359,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3069,6 +3375,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3077,6 +3384,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3085,6 +3393,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -3093,6 +3402,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3108,6 +3418,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3116,6 +3427,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3124,6 +3436,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -3132,6 +3445,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -3140,6 +3454,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3155,6 +3470,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3163,6 +3479,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3171,6 +3488,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3185,6 +3503,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -3199,6 +3518,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3207,6 +3527,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3222,6 +3543,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3230,6 +3552,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3238,6 +3561,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3253,6 +3577,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3261,6 +3586,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3269,6 +3595,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3284,6 +3611,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3292,6 +3620,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3300,6 +3629,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3315,6 +3645,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3323,6 +3654,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3338,6 +3670,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3346,6 +3679,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3361,6 +3695,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3369,6 +3704,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3377,6 +3713,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3392,6 +3729,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3400,6 +3738,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3408,6 +3747,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -3416,6 +3756,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3431,6 +3772,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3439,6 +3781,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3447,6 +3790,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3462,6 +3806,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3470,6 +3815,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3485,6 +3831,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3493,6 +3840,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3501,6 +3849,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -3509,6 +3858,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -3517,6 +3867,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3532,6 +3883,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3540,6 +3892,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3555,6 +3908,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3563,6 +3917,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3571,6 +3926,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -3579,6 +3935,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -3587,6 +3944,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3602,6 +3960,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3610,6 +3969,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3618,6 +3978,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -3626,6 +3987,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -3634,6 +3996,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -3642,6 +4005,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3657,6 +4021,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3665,6 +4030,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3680,6 +4046,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3688,6 +4055,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3696,6 +4064,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -3704,6 +4073,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -3712,6 +4082,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -3720,6 +4091,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3735,6 +4107,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3743,6 +4116,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3751,6 +4125,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -3759,6 +4134,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -3767,6 +4143,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -3775,6 +4152,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3790,6 +4168,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3798,6 +4177,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3806,6 +4186,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -3814,6 +4195,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3829,6 +4211,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3837,6 +4220,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3845,6 +4229,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3860,6 +4245,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3868,6 +4254,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3876,6 +4263,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3891,6 +4279,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3899,6 +4288,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -3907,6 +4297,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3922,6 +4313,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3930,6 +4322,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3945,6 +4338,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3953,6 +4347,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3968,6 +4363,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3976,6 +4372,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -3991,6 +4388,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -3999,6 +4397,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4014,6 +4413,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4022,6 +4422,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -4030,6 +4431,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4045,6 +4447,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4053,6 +4456,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4068,6 +4472,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4076,6 +4481,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -4084,6 +4490,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -4092,6 +4499,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -4100,6 +4508,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -4108,6 +4517,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -4116,6 +4526,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -4124,6 +4535,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4139,6 +4551,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -4147,6 +4560,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -4155,6 +4569,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4170,6 +4585,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4178,6 +4594,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -4186,6 +4603,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4201,6 +4619,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4209,6 +4628,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -4217,6 +4637,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -4225,6 +4646,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -4233,6 +4655,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -4241,6 +4664,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4256,6 +4680,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4264,6 +4689,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4279,6 +4705,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4287,6 +4714,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -4295,6 +4723,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -4303,6 +4732,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -4311,6 +4741,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -4319,6 +4750,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -4327,6 +4759,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -4335,6 +4768,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -4343,6 +4777,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -4351,6 +4786,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -4359,6 +4795,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -4367,6 +4804,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -4375,6 +4813,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -4383,6 +4822,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 15,
@@ -4391,6 +4831,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 16,
@@ -4399,6 +4840,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4414,6 +4856,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4422,6 +4865,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -4430,6 +4874,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -4438,6 +4883,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -4446,6 +4892,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -4454,6 +4901,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -4462,6 +4910,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -4470,6 +4919,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -4478,6 +4928,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -4486,6 +4937,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -4494,6 +4946,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4509,6 +4962,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4517,6 +4971,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4531,6 +4986,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -4545,6 +5001,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4553,6 +5010,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -4561,6 +5019,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4576,6 +5035,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4584,6 +5044,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4599,6 +5060,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4607,6 +5069,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -4615,6 +5078,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4629,6 +5093,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -4643,6 +5108,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4651,6 +5117,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4666,6 +5133,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4674,6 +5142,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4689,6 +5158,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4697,6 +5167,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -4705,6 +5176,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4720,6 +5192,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4728,6 +5201,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -4736,6 +5210,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -4744,6 +5219,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -4752,6 +5228,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -4760,6 +5237,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4775,6 +5253,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4783,6 +5262,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4798,6 +5278,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4806,6 +5287,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -4814,6 +5296,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -4822,6 +5305,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -4830,6 +5314,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -4838,6 +5323,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -4846,6 +5332,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -4854,6 +5341,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4869,6 +5357,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4877,6 +5366,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4891,6 +5381,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -4905,6 +5396,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4913,6 +5405,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4928,6 +5421,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4936,6 +5430,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -4951,6 +5446,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -4959,6 +5455,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -4967,6 +5464,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -4975,6 +5473,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -4983,6 +5482,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -4991,6 +5491,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -4999,6 +5500,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5014,6 +5516,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5022,6 +5525,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5030,6 +5534,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5038,6 +5543,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5053,6 +5559,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5061,6 +5568,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5069,6 +5577,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5084,6 +5593,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5092,6 +5602,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5107,6 +5618,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5115,6 +5627,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5130,6 +5643,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5138,6 +5652,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5146,6 +5661,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5154,6 +5670,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -5162,6 +5679,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -5170,6 +5688,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5185,6 +5704,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5193,6 +5713,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5201,6 +5722,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5209,6 +5731,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5224,6 +5747,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5232,6 +5756,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5240,6 +5765,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5255,6 +5781,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5263,6 +5790,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5278,6 +5806,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5286,6 +5815,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5294,6 +5824,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5302,6 +5833,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -5310,6 +5842,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -5318,6 +5851,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -5326,6 +5860,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -5334,6 +5869,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -5342,6 +5878,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -5350,6 +5887,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5365,6 +5903,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5373,6 +5912,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5381,6 +5921,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5389,6 +5930,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -5397,6 +5939,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5412,6 +5955,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5420,6 +5964,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5435,6 +5980,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5443,6 +5989,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5451,6 +5998,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5459,6 +6007,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -5467,6 +6016,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -5475,6 +6025,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5490,6 +6041,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5498,6 +6050,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5506,6 +6059,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5514,6 +6068,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -5522,6 +6077,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -5530,6 +6086,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5545,6 +6102,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5553,6 +6111,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5561,6 +6120,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5569,6 +6129,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5584,6 +6145,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5592,6 +6154,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5600,6 +6163,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5608,6 +6172,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5622,6 +6187,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -5636,6 +6202,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5644,6 +6211,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5652,6 +6220,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5660,6 +6229,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -5668,6 +6238,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5683,6 +6254,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5691,6 +6263,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5699,6 +6272,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5707,6 +6281,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5722,6 +6297,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5730,6 +6306,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5745,6 +6322,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5753,6 +6331,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5768,6 +6347,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5776,6 +6356,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5784,6 +6365,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5792,6 +6374,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5807,6 +6390,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5815,6 +6399,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5830,6 +6415,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5838,6 +6424,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5846,6 +6433,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5861,6 +6449,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5869,6 +6458,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5884,6 +6474,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5892,6 +6483,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5900,6 +6492,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5908,6 +6501,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -5916,6 +6510,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5931,6 +6526,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5939,6 +6535,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5947,6 +6544,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -5962,6 +6560,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -5970,6 +6569,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -5978,6 +6578,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -5986,6 +6587,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6001,6 +6603,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6009,6 +6612,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6017,6 +6621,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -6025,6 +6630,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -6033,6 +6639,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -6041,6 +6648,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -6049,6 +6657,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -6057,6 +6666,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -6065,6 +6675,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -6073,6 +6684,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -6081,6 +6693,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -6089,6 +6702,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -6097,6 +6711,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -6105,6 +6720,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 15,
@@ -6113,6 +6729,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 16,
@@ -6121,6 +6738,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 17,
@@ -6129,6 +6747,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 18,
@@ -6137,6 +6756,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 19,
@@ -6145,6 +6765,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 20,
@@ -6153,6 +6774,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 21,
@@ -6161,6 +6783,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 22,
@@ -6169,6 +6792,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 23,
@@ -6177,6 +6801,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 24,
@@ -6185,6 +6810,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 25,
@@ -6193,6 +6819,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6208,6 +6835,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6216,6 +6844,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6224,6 +6853,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6239,6 +6869,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6247,6 +6878,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6262,6 +6894,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6270,6 +6903,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6278,6 +6912,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -6286,6 +6921,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -6294,6 +6930,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6309,6 +6946,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6317,6 +6955,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6332,6 +6971,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6340,6 +6980,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6355,6 +6996,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6363,6 +7005,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6378,6 +7021,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6386,6 +7030,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6394,6 +7039,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6408,6 +7054,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -6422,6 +7069,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6430,6 +7078,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6438,6 +7087,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -6446,6 +7096,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -6454,6 +7105,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -6462,6 +7114,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -6470,6 +7123,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6485,6 +7139,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6493,6 +7148,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6508,6 +7164,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6516,6 +7173,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6524,6 +7182,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -6532,6 +7191,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -6540,6 +7200,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -6548,6 +7209,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -6556,6 +7218,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -6564,6 +7227,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -6572,6 +7236,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -6580,6 +7245,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -6588,6 +7254,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -6596,6 +7263,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -6604,6 +7272,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -6612,6 +7281,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 15,
@@ -6620,6 +7290,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6634,6 +7305,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -6647,6 +7319,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -6660,6 +7333,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -6674,6 +7348,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6682,6 +7357,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6690,6 +7366,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -6698,6 +7375,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6713,6 +7391,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6721,6 +7400,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6736,6 +7416,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6744,6 +7425,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6759,6 +7441,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6767,6 +7450,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6775,6 +7459,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -6783,6 +7468,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6798,6 +7484,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6806,6 +7493,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6814,6 +7502,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -6822,6 +7511,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6837,6 +7527,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6845,6 +7536,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6853,6 +7545,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6868,6 +7561,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6876,6 +7570,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6891,6 +7586,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6899,6 +7595,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6914,6 +7611,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6922,6 +7620,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6930,6 +7629,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6945,6 +7645,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6953,6 +7654,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6961,6 +7663,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -6976,6 +7679,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -6984,6 +7688,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -6992,6 +7697,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -7000,6 +7706,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -7008,6 +7715,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7023,6 +7731,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7031,6 +7740,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7046,6 +7756,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7054,6 +7765,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -7062,6 +7774,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -7070,6 +7783,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -7078,6 +7792,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -7086,6 +7801,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -7094,6 +7810,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -7102,6 +7819,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -7110,6 +7828,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -7118,6 +7837,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -7126,6 +7846,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -7134,6 +7855,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -7142,6 +7864,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -7150,6 +7873,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 15,
@@ -7158,6 +7882,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 16,
@@ -7166,6 +7891,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 17,
@@ -7174,6 +7900,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 18,
@@ -7182,6 +7909,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 19,
@@ -7190,6 +7918,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 20,
@@ -7198,6 +7927,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 21,
@@ -7206,6 +7936,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 22,
@@ -7214,6 +7945,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 23,
@@ -7222,6 +7954,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 24,
@@ -7230,6 +7963,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 25,
@@ -7238,6 +7972,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7252,6 +7987,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -7266,6 +8002,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7274,6 +8011,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -7282,6 +8020,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -7290,6 +8029,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -7298,6 +8038,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -7306,6 +8047,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -7314,6 +8056,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -7322,6 +8065,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -7330,6 +8074,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -7338,6 +8083,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -7346,6 +8092,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -7354,6 +8101,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -7362,6 +8110,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -7370,6 +8119,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 15,
@@ -7378,6 +8128,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7393,6 +8144,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7401,6 +8153,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7416,6 +8169,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7424,6 +8178,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7439,6 +8194,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7447,6 +8203,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7461,6 +8218,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -7475,6 +8233,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7483,6 +8242,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -7491,6 +8251,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -7499,6 +8260,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -7507,6 +8269,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7522,6 +8285,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7530,6 +8294,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -7538,6 +8303,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -7546,6 +8312,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7561,6 +8328,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7569,6 +8337,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -7577,6 +8346,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -7585,6 +8355,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -7593,6 +8364,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7608,6 +8380,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7616,6 +8389,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -7624,6 +8398,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -7632,6 +8407,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -7640,6 +8416,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7655,6 +8432,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7663,6 +8441,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7678,6 +8457,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7686,6 +8466,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -7694,6 +8475,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -7702,6 +8484,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7717,6 +8500,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7725,6 +8509,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7740,6 +8525,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7748,6 +8534,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -7756,6 +8543,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7771,6 +8559,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7779,6 +8568,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -7787,6 +8577,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -7795,6 +8586,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7810,6 +8602,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7818,6 +8611,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -7826,6 +8620,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7841,6 +8636,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7849,6 +8645,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -7857,6 +8654,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -7865,6 +8663,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -7873,6 +8672,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7888,6 +8688,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7896,6 +8697,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7911,6 +8713,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7919,6 +8722,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7933,6 +8737,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -7947,6 +8752,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7955,6 +8761,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -7970,6 +8777,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -7978,6 +8786,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -7986,6 +8795,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -7994,6 +8804,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -8002,6 +8813,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -8010,6 +8822,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -8018,6 +8831,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -8026,6 +8840,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -8034,6 +8849,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -8042,6 +8858,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -8050,6 +8867,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8065,6 +8883,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8073,6 +8892,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -8081,6 +8901,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -8089,6 +8910,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -8097,6 +8919,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -8105,6 +8928,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -8113,6 +8937,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -8121,6 +8946,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -8129,6 +8955,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -8137,6 +8964,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -8145,6 +8973,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8160,6 +8989,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8168,6 +8998,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8183,6 +9014,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8191,6 +9023,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -8199,6 +9032,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8214,6 +9048,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8222,6 +9057,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -8230,6 +9066,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8245,6 +9082,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8253,6 +9091,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -8261,6 +9100,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -8269,6 +9109,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8284,6 +9125,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8292,6 +9134,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8307,6 +9150,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8315,6 +9159,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -8323,6 +9168,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -8331,6 +9177,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -8339,6 +9186,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -8347,6 +9195,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8362,6 +9211,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8370,6 +9220,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8384,6 +9235,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -8398,6 +9250,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8406,6 +9259,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -8414,6 +9268,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8429,6 +9284,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8437,6 +9293,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -8445,6 +9302,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -8453,6 +9311,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8467,6 +9326,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -8480,6 +9340,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -8494,6 +9355,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8502,6 +9364,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8517,6 +9380,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8525,6 +9389,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8540,6 +9405,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8548,6 +9414,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -8556,6 +9423,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8571,6 +9439,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8579,6 +9448,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -8587,6 +9457,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8602,6 +9473,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8610,6 +9482,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -8618,6 +9491,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -8626,6 +9500,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -8634,6 +9509,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8649,6 +9525,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8657,6 +9534,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8671,6 +9549,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -8685,6 +9564,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8693,6 +9573,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8708,6 +9589,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8716,6 +9598,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -8724,6 +9607,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8739,6 +9623,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8747,6 +9632,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8762,6 +9648,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8770,6 +9657,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8785,6 +9673,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8793,6 +9682,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -8801,6 +9691,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -8809,6 +9700,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -8817,6 +9709,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -8825,6 +9718,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8839,6 +9733,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -8853,6 +9748,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8861,6 +9757,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -8869,6 +9766,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -8877,6 +9775,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8891,6 +9790,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -8904,6 +9804,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -8918,6 +9819,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8926,6 +9828,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8941,6 +9844,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8949,6 +9853,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8964,6 +9869,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -8972,6 +9878,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -8986,6 +9893,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -9000,6 +9908,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9008,6 +9917,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -9016,6 +9926,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9031,6 +9942,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9039,6 +9951,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9054,6 +9967,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9062,6 +9976,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -9070,6 +9985,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -9078,6 +9994,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -9086,6 +10003,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -9094,6 +10012,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -9102,6 +10021,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9117,6 +10037,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9125,6 +10046,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -9133,6 +10055,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -9141,6 +10064,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -9149,6 +10073,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -9157,6 +10082,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -9165,6 +10091,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -9173,6 +10100,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -9181,6 +10109,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -9189,6 +10118,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -9197,6 +10127,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -9205,6 +10136,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -9213,6 +10145,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -9221,6 +10154,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9235,6 +10169,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -9249,6 +10184,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9257,6 +10193,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -9265,6 +10202,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -9273,6 +10211,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -9281,6 +10220,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -9289,6 +10229,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -9297,6 +10238,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -9305,6 +10247,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -9313,6 +10256,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -9321,6 +10265,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -9329,6 +10274,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9344,6 +10290,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9352,6 +10299,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9367,6 +10315,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9375,6 +10324,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -9383,6 +10333,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -9391,6 +10342,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -9399,6 +10351,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -9407,6 +10360,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -9415,6 +10369,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9430,6 +10385,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9438,6 +10394,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -9446,6 +10403,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9461,6 +10419,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9469,6 +10428,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -9477,6 +10437,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9492,6 +10453,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9500,6 +10462,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -9508,6 +10471,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -9516,6 +10480,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -9524,6 +10489,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -9532,6 +10498,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9547,6 +10514,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9555,6 +10523,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9570,6 +10539,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9578,6 +10548,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -9586,6 +10557,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -9594,6 +10566,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -9602,6 +10575,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -9610,6 +10584,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -9618,6 +10593,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -9626,6 +10602,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -9634,6 +10611,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9649,6 +10627,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9657,6 +10636,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -9665,6 +10645,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -9673,6 +10654,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -9681,6 +10663,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -9689,6 +10672,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -9697,6 +10681,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -9705,6 +10690,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9720,6 +10706,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9728,6 +10715,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9743,6 +10731,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9751,6 +10740,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9766,6 +10756,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9774,6 +10765,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9789,6 +10781,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9797,6 +10790,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -9805,6 +10799,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -9813,6 +10808,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -9821,6 +10817,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -9829,6 +10826,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -9837,6 +10835,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -9845,6 +10844,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -9853,6 +10853,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -9861,6 +10862,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -9869,6 +10871,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -9877,6 +10880,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -9885,6 +10889,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -9893,6 +10898,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 15,
@@ -9901,6 +10907,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 16,
@@ -9909,6 +10916,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 17,
@@ -9917,6 +10925,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 18,
@@ -9925,6 +10934,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 19,
@@ -9933,6 +10943,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 20,
@@ -9941,6 +10952,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 21,
@@ -9949,6 +10961,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 22,
@@ -9957,6 +10970,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -9972,6 +10986,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -9980,6 +10995,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -9988,6 +11004,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -9996,6 +11013,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -10004,6 +11022,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -10012,6 +11031,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -10020,6 +11040,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -10028,6 +11049,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -10036,6 +11058,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -10044,6 +11067,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10059,6 +11083,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10067,6 +11092,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -10075,6 +11101,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -10083,6 +11110,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10098,6 +11126,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10106,6 +11135,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10121,6 +11151,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10129,6 +11160,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -10137,6 +11169,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10152,6 +11185,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10160,6 +11194,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10175,6 +11210,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10183,6 +11219,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -10191,6 +11228,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -10199,6 +11237,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -10207,6 +11246,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -10215,6 +11255,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10230,6 +11271,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10238,6 +11280,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10253,6 +11296,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10261,6 +11305,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -10269,6 +11314,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -10277,6 +11323,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -10285,6 +11332,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -10293,6 +11341,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -10301,6 +11350,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10316,6 +11366,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10324,6 +11375,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -10332,6 +11384,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -10340,6 +11393,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -10348,6 +11402,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -10356,6 +11411,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -10364,6 +11420,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10379,6 +11436,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10387,6 +11445,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -10395,6 +11454,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10410,6 +11470,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10418,6 +11479,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10433,6 +11495,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10441,6 +11504,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10455,6 +11519,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -10469,6 +11534,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10477,6 +11543,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10491,6 +11558,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -10504,6 +11572,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -10518,6 +11587,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -10526,6 +11596,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -10534,6 +11605,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10549,6 +11621,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10557,6 +11630,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10571,6 +11645,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -10585,6 +11660,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10593,6 +11669,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -10601,6 +11678,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -10609,6 +11687,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -10617,6 +11696,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -10625,6 +11705,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -10633,6 +11714,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -10641,6 +11723,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -10649,6 +11732,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -10657,6 +11741,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -10665,6 +11750,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -10673,6 +11759,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -10681,6 +11768,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -10696,6 +11784,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -10704,6 +11793,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -10712,6 +11802,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -10720,6 +11811,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -10728,6 +11820,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -10736,6 +11829,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -10744,6 +11838,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -10752,6 +11847,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -10760,6 +11856,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -10768,6 +11865,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -10776,6 +11874,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -10784,6 +11883,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -10792,6 +11892,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -10800,6 +11901,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 15,
@@ -10808,6 +11910,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 16,
@@ -10816,6 +11919,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 17,
@@ -10824,6 +11928,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 18,
@@ -10832,6 +11937,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 19,
@@ -10840,6 +11946,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 20,
@@ -10848,6 +11955,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 21,
@@ -10856,6 +11964,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 22,
@@ -10864,6 +11973,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 23,
@@ -10872,6 +11982,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 24,
@@ -10880,6 +11991,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 25,
@@ -10888,6 +12000,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 26,
@@ -10896,6 +12009,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 27,
@@ -10904,6 +12018,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 28,
@@ -10912,6 +12027,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 29,
@@ -10920,6 +12036,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 30,
@@ -10928,6 +12045,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 31,
@@ -10936,6 +12054,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 32,
@@ -10944,6 +12063,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 33,
@@ -10952,6 +12072,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 34,
@@ -10960,6 +12081,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 35,
@@ -10968,6 +12090,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 36,
@@ -10976,6 +12099,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 37,
@@ -10984,6 +12108,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 38,
@@ -10992,6 +12117,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 39,
@@ -11000,6 +12126,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 40,
@@ -11008,6 +12135,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 41,
@@ -11016,6 +12144,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 42,
@@ -11024,6 +12153,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11039,6 +12169,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11047,6 +12178,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11055,6 +12187,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -11063,6 +12196,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -11071,6 +12205,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -11079,6 +12214,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -11087,6 +12223,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -11095,6 +12232,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -11103,6 +12241,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -11111,6 +12250,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -11119,6 +12259,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -11127,6 +12268,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -11135,6 +12277,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -11143,6 +12286,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 15,
@@ -11151,6 +12295,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 16,
@@ -11159,6 +12304,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 17,
@@ -11167,6 +12313,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 18,
@@ -11175,6 +12322,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 19,
@@ -11183,6 +12331,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 20,
@@ -11191,6 +12340,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11206,6 +12356,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11214,6 +12365,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11229,6 +12381,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11237,6 +12390,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11252,6 +12406,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11260,6 +12415,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11275,6 +12431,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11283,6 +12440,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11291,6 +12449,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11306,6 +12465,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11314,6 +12474,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11322,6 +12483,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11337,6 +12499,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11345,6 +12508,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11360,6 +12524,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11368,6 +12533,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11376,6 +12542,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -11384,6 +12551,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -11392,6 +12560,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -11400,6 +12569,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -11408,6 +12578,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11423,6 +12594,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11431,6 +12603,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11439,6 +12612,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -11447,6 +12621,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11462,6 +12637,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11470,6 +12646,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11485,6 +12662,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11493,6 +12671,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11501,6 +12680,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -11509,6 +12689,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -11517,6 +12698,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -11525,6 +12707,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11540,6 +12723,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11548,6 +12732,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11556,6 +12741,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -11564,6 +12750,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -11572,6 +12759,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -11580,6 +12768,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -11588,6 +12777,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -11596,6 +12786,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11611,6 +12802,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11619,6 +12811,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11627,6 +12820,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -11635,6 +12829,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -11643,6 +12838,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -11651,6 +12847,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -11659,6 +12856,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -11667,6 +12865,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11682,6 +12881,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11690,6 +12890,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11698,6 +12899,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11713,6 +12915,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11721,6 +12924,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11729,6 +12933,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -11737,6 +12942,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -11745,6 +12951,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11760,6 +12967,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11768,6 +12976,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11783,6 +12992,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11791,6 +13001,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11799,6 +13010,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -11807,6 +13019,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11822,6 +13035,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11830,6 +13044,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11838,6 +13053,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -11846,6 +13062,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -11854,6 +13071,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -11862,6 +13080,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11877,6 +13096,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11885,6 +13105,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11900,6 +13121,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11908,6 +13130,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11916,6 +13139,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11931,6 +13155,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11939,6 +13164,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11954,6 +13180,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11962,6 +13189,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -11970,6 +13198,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -11985,6 +13214,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -11993,6 +13223,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12008,6 +13239,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12016,6 +13248,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12024,6 +13257,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12039,6 +13273,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12047,6 +13282,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12062,6 +13298,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12070,6 +13307,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12078,6 +13316,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12093,6 +13332,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12101,6 +13341,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12116,6 +13357,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12124,6 +13366,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12132,6 +13375,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -12140,6 +13384,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12155,6 +13400,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12163,6 +13409,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12171,6 +13418,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -12179,6 +13427,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -12187,6 +13436,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -12195,6 +13445,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -12203,6 +13454,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -12211,6 +13463,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -12219,6 +13472,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -12227,6 +13481,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12242,6 +13497,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12250,6 +13506,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12258,6 +13515,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -12266,6 +13524,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -12274,6 +13533,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -12282,6 +13542,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -12290,6 +13551,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -12298,6 +13560,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -12306,6 +13569,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -12314,6 +13578,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12328,6 +13593,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -12342,6 +13608,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12350,6 +13617,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12358,6 +13626,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12373,6 +13642,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12381,6 +13651,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12396,6 +13667,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12404,6 +13676,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12412,6 +13685,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -12420,6 +13694,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -12428,6 +13703,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12443,6 +13719,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12451,6 +13728,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12466,6 +13744,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12474,6 +13753,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12482,6 +13762,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12497,6 +13778,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12505,6 +13787,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12520,6 +13803,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12528,6 +13812,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -12536,6 +13821,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12551,6 +13837,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12559,6 +13846,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12574,6 +13862,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12582,6 +13871,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12590,6 +13880,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -12598,6 +13889,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12613,6 +13905,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12621,6 +13914,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12629,6 +13923,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -12637,6 +13932,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -12645,6 +13941,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -12653,6 +13950,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -12661,6 +13959,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -12669,6 +13968,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -12677,6 +13977,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -12685,6 +13986,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -12693,6 +13995,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -12701,6 +14004,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12716,6 +14020,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12724,6 +14029,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12732,6 +14038,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12747,6 +14054,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12755,6 +14063,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12763,6 +14072,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -12771,6 +14081,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12786,6 +14097,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12794,6 +14106,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12809,6 +14122,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12817,6 +14131,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12825,6 +14140,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12840,6 +14156,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12848,6 +14165,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12863,6 +14181,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12871,6 +14190,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12879,6 +14199,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -12887,6 +14208,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -12895,6 +14217,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -12903,6 +14226,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -12918,6 +14242,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -12926,6 +14251,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -12934,6 +14260,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -12942,6 +14269,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -12950,6 +14278,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -12958,6 +14287,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -12966,6 +14296,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -12974,6 +14305,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -12982,6 +14314,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -12990,6 +14323,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -12998,6 +14332,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -13006,6 +14341,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -13014,6 +14350,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 17,
@@ -13022,6 +14359,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 18,
@@ -13030,6 +14368,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 19,
@@ -13038,6 +14377,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 20,
@@ -13046,6 +14386,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 21,
@@ -13054,6 +14395,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 22,
@@ -13062,6 +14404,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 23,
@@ -13070,6 +14413,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13085,6 +14429,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13093,6 +14438,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13107,6 +14453,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -13120,6 +14467,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -13134,6 +14482,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13142,6 +14491,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -13150,6 +14500,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -13158,6 +14509,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -13166,6 +14518,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13181,6 +14534,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13189,6 +14543,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -13197,6 +14552,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -13205,6 +14561,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -13213,6 +14570,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13228,6 +14586,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13236,6 +14595,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13251,6 +14611,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13259,6 +14620,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13274,6 +14636,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13282,6 +14645,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -13290,6 +14654,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -13298,6 +14663,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13313,6 +14679,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13321,6 +14688,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -13329,6 +14697,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -13337,6 +14706,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -13345,6 +14715,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13360,6 +14731,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13368,6 +14740,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13382,6 +14755,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -13396,6 +14770,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13404,6 +14779,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -13412,6 +14788,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -13420,6 +14797,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -13428,6 +14806,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -13436,6 +14815,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -13444,6 +14824,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -13452,6 +14833,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13467,6 +14849,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13475,6 +14858,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -13483,6 +14867,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13498,6 +14883,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13506,6 +14892,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -13514,6 +14901,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -13522,6 +14910,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13537,6 +14926,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13545,6 +14935,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
         ],
     },
@@ -13560,6 +14951,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13568,6 +14960,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13583,6 +14976,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13591,6 +14985,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -13599,6 +14994,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -13607,6 +15003,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -13615,6 +15012,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -13623,6 +15021,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -13631,6 +15030,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13646,6 +15046,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13654,6 +15055,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -13662,6 +15064,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -13670,6 +15073,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13684,6 +15088,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -13698,6 +15103,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13706,6 +15112,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -13714,6 +15121,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -13722,6 +15130,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -13730,6 +15139,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -13738,6 +15148,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13753,6 +15164,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13761,6 +15173,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -13776,6 +15189,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -13784,6 +15198,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -13792,6 +15207,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -13800,6 +15216,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -13808,6 +15225,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -13816,6 +15234,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -13824,6 +15243,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -13832,6 +15252,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -13840,6 +15261,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -13848,6 +15270,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -13856,6 +15279,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -13864,6 +15288,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -13872,6 +15297,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -13880,6 +15306,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 15,
@@ -13888,6 +15315,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 16,
@@ -13896,6 +15324,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 17,
@@ -13904,6 +15333,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 18,
@@ -13912,6 +15342,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 19,
@@ -13920,6 +15351,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 20,
@@ -13928,6 +15360,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 21,
@@ -13936,6 +15369,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 22,
@@ -13944,6 +15378,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 23,
@@ -13952,6 +15387,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 24,
@@ -13960,6 +15396,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 25,
@@ -13968,6 +15405,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 26,
@@ -13976,6 +15414,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 27,
@@ -13984,6 +15423,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 28,
@@ -13992,6 +15432,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 29,
@@ -14000,6 +15441,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 30,
@@ -14008,6 +15450,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14023,6 +15466,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14031,6 +15475,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14039,6 +15484,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -14047,6 +15493,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14062,6 +15509,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14070,6 +15518,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14085,6 +15534,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14093,6 +15543,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14101,6 +15552,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -14109,6 +15561,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14124,6 +15577,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14132,6 +15586,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14140,6 +15595,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14155,6 +15611,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14163,6 +15620,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14171,6 +15629,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -14179,6 +15638,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -14187,6 +15647,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -14195,6 +15656,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -14203,6 +15665,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -14211,6 +15674,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14226,6 +15690,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14234,6 +15699,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14242,6 +15708,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14257,6 +15724,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14265,6 +15733,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14280,6 +15749,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14288,6 +15758,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14296,6 +15767,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -14304,6 +15776,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14319,6 +15792,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14327,6 +15801,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14335,6 +15810,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -14343,6 +15819,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14358,6 +15835,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14366,6 +15844,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14380,6 +15859,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -14393,6 +15873,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -14407,6 +15888,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14415,6 +15897,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14423,6 +15906,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -14431,6 +15915,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -14439,6 +15924,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -14447,6 +15933,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -14455,6 +15942,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -14463,6 +15951,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -14471,6 +15960,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -14479,6 +15969,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -14487,6 +15978,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -14495,6 +15987,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -14503,6 +15996,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -14511,6 +16005,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 15,
@@ -14519,6 +16014,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14534,6 +16030,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14542,6 +16039,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14557,6 +16055,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14565,6 +16064,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14580,6 +16080,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14588,6 +16089,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14602,6 +16104,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -14616,6 +16119,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14624,6 +16128,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14632,6 +16137,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14647,6 +16153,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14655,6 +16162,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14663,6 +16171,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -14671,6 +16180,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -14679,6 +16189,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14694,6 +16205,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14702,6 +16214,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14717,6 +16230,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14725,6 +16239,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14733,6 +16248,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -14741,6 +16257,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14755,6 +16272,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -14768,6 +16286,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -14782,6 +16301,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14790,6 +16310,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14805,6 +16326,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14813,6 +16335,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14821,6 +16344,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -14829,6 +16353,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14844,6 +16369,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -14852,6 +16378,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14867,6 +16394,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14875,6 +16403,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14883,6 +16412,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14898,6 +16428,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14906,6 +16437,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14914,6 +16446,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14929,6 +16462,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14937,6 +16471,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -14945,6 +16480,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -14953,6 +16489,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -14961,6 +16498,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14976,6 +16514,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -14984,6 +16523,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -14998,6 +16538,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -15012,6 +16553,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15020,6 +16562,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15028,6 +16571,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15042,6 +16586,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -15056,6 +16601,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15064,6 +16610,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15072,6 +16619,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15087,6 +16635,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15095,6 +16644,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15103,6 +16653,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -15111,6 +16662,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -15119,6 +16671,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15134,6 +16687,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15142,6 +16696,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15157,6 +16712,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15165,6 +16721,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15173,6 +16730,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -15181,6 +16739,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15195,6 +16754,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -15209,6 +16769,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15217,6 +16778,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15225,6 +16787,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15239,6 +16802,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -15253,6 +16817,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15261,6 +16826,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15276,6 +16842,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15284,6 +16851,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15298,6 +16866,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -15312,6 +16881,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15320,6 +16890,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15335,6 +16906,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15343,6 +16915,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15351,6 +16924,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15366,6 +16940,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -15374,6 +16949,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15389,6 +16965,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15397,6 +16974,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15412,6 +16990,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15420,6 +16999,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15435,6 +17015,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15443,6 +17024,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15451,6 +17033,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -15459,6 +17042,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -15467,6 +17051,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15482,6 +17067,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15490,6 +17076,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15505,6 +17092,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15513,6 +17101,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15528,6 +17117,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15536,6 +17126,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -15544,6 +17135,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15558,6 +17150,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -15572,6 +17165,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15580,6 +17174,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15588,6 +17183,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15603,6 +17199,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15611,6 +17208,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
         ],
     },
@@ -15625,6 +17223,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -15639,6 +17238,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15647,6 +17247,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15662,6 +17263,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15670,6 +17272,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15678,6 +17281,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -15686,6 +17290,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15700,6 +17305,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -15714,6 +17320,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15722,6 +17329,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15737,6 +17345,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15745,6 +17354,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15760,6 +17370,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15768,6 +17379,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15783,6 +17395,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15791,6 +17404,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15806,6 +17420,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15814,6 +17429,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15829,6 +17445,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15837,6 +17454,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15845,6 +17463,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15860,6 +17479,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15868,6 +17488,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15876,6 +17497,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15891,6 +17513,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15899,6 +17522,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15907,6 +17531,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -15915,6 +17540,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15930,6 +17556,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15938,6 +17565,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -15946,6 +17574,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -15954,6 +17583,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15969,6 +17599,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -15977,6 +17608,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -15992,6 +17624,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16000,6 +17633,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16008,6 +17642,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16023,6 +17658,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16031,6 +17667,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16045,6 +17682,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -16058,6 +17696,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -16071,6 +17710,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -16085,6 +17725,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16093,6 +17734,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16101,6 +17743,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -16109,6 +17752,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16124,6 +17768,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16132,6 +17777,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16147,6 +17793,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16155,6 +17802,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16170,6 +17818,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16178,6 +17827,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16193,6 +17843,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16201,6 +17852,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16209,6 +17861,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16224,6 +17877,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16232,6 +17886,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16247,6 +17902,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16255,6 +17911,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16263,6 +17920,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -16271,6 +17929,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16286,6 +17945,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16294,6 +17954,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16302,6 +17963,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -16310,6 +17972,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -16318,6 +17981,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -16326,6 +17990,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -16334,6 +17999,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16348,6 +18014,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -16362,6 +18029,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16370,6 +18038,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16378,6 +18047,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16393,6 +18063,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16401,6 +18072,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16409,6 +18081,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16424,6 +18097,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16432,6 +18106,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16447,6 +18122,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16455,6 +18131,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16470,6 +18147,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16478,6 +18156,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16486,6 +18165,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -16494,6 +18174,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -16502,6 +18183,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16517,6 +18199,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16525,6 +18208,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16540,6 +18224,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16548,6 +18233,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16556,6 +18242,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16571,6 +18258,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16579,6 +18267,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16594,6 +18283,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16602,6 +18292,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16617,6 +18308,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16625,6 +18317,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16633,6 +18326,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16648,6 +18342,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16656,6 +18351,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16664,6 +18360,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -16672,6 +18369,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16687,6 +18385,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16695,6 +18394,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16703,6 +18403,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -16711,6 +18412,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -16719,6 +18421,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -16727,6 +18430,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -16735,6 +18439,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16750,6 +18455,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16758,6 +18464,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -16766,6 +18473,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16780,6 +18488,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -16794,6 +18503,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16802,6 +18512,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -16810,6 +18521,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16825,6 +18537,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16833,6 +18546,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16841,6 +18555,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16855,6 +18570,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -16868,6 +18584,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -16882,6 +18599,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16890,6 +18608,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -16905,6 +18624,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -16913,6 +18633,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -16921,6 +18642,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -16929,6 +18651,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -16937,6 +18660,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -16945,6 +18669,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -16953,6 +18678,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -16961,6 +18687,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -16969,6 +18696,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -16977,6 +18705,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -16985,6 +18714,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -16993,6 +18723,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17008,6 +18739,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17016,6 +18748,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17024,6 +18757,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
         ],
     },
@@ -17039,6 +18773,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17047,6 +18782,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17062,6 +18798,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17070,6 +18807,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -17078,6 +18816,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -17086,6 +18825,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17101,6 +18841,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17109,6 +18850,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17124,6 +18866,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17132,6 +18875,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17140,6 +18884,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17155,6 +18900,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17163,6 +18909,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: true,
+                omit_zero: false,
             },
         ],
     },
@@ -17178,6 +18925,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17186,6 +18934,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17200,6 +18949,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: true,
+            omit_zero: false,
         }],
     },
     Message {
@@ -17214,6 +18964,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17222,6 +18973,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17237,6 +18989,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17245,6 +18998,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -17253,6 +19007,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17267,6 +19022,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -17281,6 +19037,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17289,6 +19046,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17297,6 +19055,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17312,6 +19071,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17320,6 +19080,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17335,6 +19096,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17343,6 +19105,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17351,6 +19114,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17366,6 +19130,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17374,6 +19139,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17382,6 +19148,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -17390,6 +19157,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -17398,6 +19166,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -17406,6 +19175,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -17414,6 +19184,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -17422,6 +19193,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -17430,6 +19202,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -17438,6 +19211,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17452,6 +19226,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -17466,6 +19241,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17474,6 +19250,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17482,6 +19259,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -17490,6 +19268,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -17498,6 +19277,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -17506,6 +19286,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -17514,6 +19295,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17529,6 +19311,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17537,6 +19320,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17545,6 +19329,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -17553,6 +19338,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17568,6 +19354,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17576,6 +19363,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17584,6 +19372,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -17592,6 +19381,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -17600,6 +19390,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17615,6 +19406,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17623,6 +19415,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17631,6 +19424,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -17639,6 +19433,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -17647,6 +19442,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -17655,6 +19451,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -17663,6 +19460,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17678,6 +19476,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17686,6 +19485,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17694,6 +19494,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17709,6 +19510,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17717,6 +19519,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17732,6 +19535,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17740,6 +19544,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17748,6 +19553,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17763,6 +19569,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17771,6 +19578,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -17779,6 +19587,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -17787,6 +19596,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17802,6 +19612,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17810,6 +19621,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17824,6 +19636,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -17838,6 +19651,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17846,6 +19660,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -17854,6 +19669,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17869,6 +19685,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17877,6 +19694,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17892,6 +19710,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17900,6 +19719,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17915,6 +19735,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17923,6 +19744,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17938,6 +19760,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17946,6 +19769,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -17954,6 +19778,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17969,6 +19794,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -17977,6 +19803,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -17992,6 +19819,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18000,6 +19828,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18015,6 +19844,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18023,6 +19853,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18031,6 +19862,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -18039,6 +19871,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -18047,6 +19880,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -18055,6 +19889,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -18063,6 +19898,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -18071,6 +19907,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18086,6 +19923,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18094,6 +19932,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18102,6 +19941,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -18110,6 +19950,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -18118,6 +19959,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18133,6 +19975,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18141,6 +19984,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18156,6 +20000,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18164,6 +20009,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18179,6 +20025,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18187,6 +20034,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18202,6 +20050,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18210,6 +20059,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18218,6 +20068,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -18226,6 +20077,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -18234,6 +20086,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -18242,6 +20095,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -18250,6 +20104,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -18258,6 +20113,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -18266,6 +20122,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -18274,6 +20131,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18289,6 +20147,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18297,6 +20156,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18312,6 +20172,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18320,6 +20181,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18328,6 +20190,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -18336,6 +20199,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18351,6 +20215,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18359,6 +20224,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18373,6 +20239,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -18387,6 +20254,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18395,6 +20263,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18403,6 +20272,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -18411,6 +20281,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -18419,6 +20290,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18434,6 +20306,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18442,6 +20315,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18457,6 +20331,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18465,6 +20340,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18473,6 +20349,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -18481,6 +20358,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -18489,6 +20367,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -18497,6 +20376,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -18505,6 +20385,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -18513,6 +20394,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18528,6 +20410,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18536,6 +20419,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18551,6 +20435,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18559,6 +20444,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18574,6 +20460,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18582,6 +20469,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18590,6 +20478,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18605,6 +20494,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18613,6 +20503,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18628,6 +20519,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18636,6 +20528,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18651,6 +20544,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18659,6 +20553,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18667,6 +20562,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18682,6 +20578,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18690,6 +20587,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18698,6 +20596,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -18706,6 +20605,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18721,6 +20621,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18729,6 +20630,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18737,6 +20639,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18752,6 +20655,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18760,6 +20664,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18775,6 +20680,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18783,6 +20689,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18791,6 +20698,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18805,6 +20713,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -18818,6 +20727,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -18832,6 +20742,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18840,6 +20751,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18848,6 +20760,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -18856,6 +20769,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18870,6 +20784,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: true,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -18884,6 +20799,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18892,6 +20808,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -18900,6 +20817,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -18908,6 +20826,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -18916,6 +20835,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -18924,6 +20844,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -18932,6 +20853,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -18940,6 +20862,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -18948,6 +20871,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -18956,6 +20880,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18971,6 +20896,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -18979,6 +20905,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -18994,6 +20921,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19002,6 +20930,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19017,6 +20946,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19025,6 +20955,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -19033,6 +20964,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -19041,6 +20973,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -19049,6 +20982,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -19057,6 +20991,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19072,6 +21007,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19080,6 +21016,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -19088,6 +21025,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -19096,6 +21034,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -19104,6 +21043,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -19112,6 +21052,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19126,6 +21067,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -19140,6 +21082,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19148,6 +21091,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -19156,6 +21100,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19170,6 +21115,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -19184,6 +21130,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19192,6 +21139,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19207,6 +21155,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19215,6 +21164,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19230,6 +21180,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19238,6 +21189,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19253,6 +21205,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19261,6 +21214,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -19269,6 +21223,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19284,6 +21239,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 2,
@@ -19292,6 +21248,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 3,
@@ -19300,6 +21257,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 4,
@@ -19308,6 +21266,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19323,6 +21282,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 2,
@@ -19331,6 +21291,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 3,
@@ -19339,6 +21300,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 4,
@@ -19347,6 +21309,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -19355,6 +21318,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 7,
@@ -19363,6 +21327,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 8,
@@ -19371,6 +21336,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
         ],
     },
@@ -19386,6 +21352,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19394,6 +21361,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19409,6 +21377,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 2,
@@ -19417,6 +21386,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 3,
@@ -19425,6 +21395,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 4,
@@ -19433,6 +21404,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 5,
@@ -19441,6 +21413,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 6,
@@ -19449,6 +21422,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 7,
@@ -19457,6 +21431,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: true,
             },
             Field {
                 number: 8,
@@ -19465,6 +21440,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 9,
@@ -19473,6 +21449,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 10,
@@ -19481,6 +21458,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 11,
@@ -19489,6 +21467,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 12,
@@ -19497,6 +21476,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 13,
@@ -19505,6 +21485,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 14,
@@ -19513,6 +21494,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 17,
@@ -19521,6 +21503,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19536,6 +21519,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -19544,6 +21528,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -19552,6 +21537,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -19560,6 +21546,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -19568,6 +21555,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 7,
@@ -19576,6 +21564,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19591,6 +21580,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19599,6 +21589,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19614,6 +21605,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19622,6 +21614,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19637,6 +21630,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19645,6 +21639,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -19653,6 +21648,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -19661,6 +21657,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -19669,6 +21666,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -19677,6 +21675,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19692,6 +21691,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19700,6 +21700,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -19708,6 +21709,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19723,6 +21725,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19731,6 +21734,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -19739,6 +21743,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 4,
@@ -19747,6 +21752,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: true,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 5,
@@ -19755,6 +21761,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 6,
@@ -19763,6 +21770,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19778,6 +21786,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19786,6 +21795,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19800,6 +21810,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: true,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -19814,6 +21825,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19822,6 +21834,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: true,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },
@@ -19836,6 +21849,7 @@ pub(super) static MESSAGES: [Message; 551] = [
             repeated: false,
             required: false,
             inline: false,
+            omit_zero: false,
         }],
     },
     Message {
@@ -19850,6 +21864,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 2,
@@ -19858,6 +21873,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
             Field {
                 number: 3,
@@ -19866,6 +21882,7 @@ pub(super) static MESSAGES: [Message; 551] = [
                 repeated: false,
                 required: false,
                 inline: false,
+                omit_zero: false,
             },
         ],
     },

@@ -111,7 +111,11 @@ fn fill(rng: &mut Rng, message: &'static Message, depth: usize, object: &mut Map
         if !field.required && !rng.chance(percent) {
             continue;
         }
-        let v = field_value(rng, field, depth);
+        let mut v = field_value(rng, field, depth);
+        // Empty plain metadata fields are read as absent (Go's JSON leaves them out).
+        while field.omit_zero && (v == json!("") || v == json!(0)) {
+            v = field_value(rng, field, depth);
+        }
         object.insert(field.json.to_owned(), v);
     }
 }

@@ -95,3 +95,26 @@ fn special_types_take_their_json_forms() {
     let back: Value = envelope::decode(&envelope::encode_object(&secret).unwrap()).unwrap();
     assert_eq!(back, secret);
 }
+
+#[test]
+fn plain_metadata_fields_go_writes_empty_read_as_absent() {
+    // What `kubectl create configmap settings -n team-a --from-literal=level=3
+    // --from-literal=mode=fast` sends: Go's encoder writes every plain field of ObjectMeta,
+    // empty ones included (`generateName: ""`, `generation: 0`, ...), which its JSON leaves out.
+    let hex = "6b3873000a0f0a0276311209436f6e6669674d6170123a0a1e0a0873657474696e677312001a067465616d2d6122002a00320038004200120a0a056c6576656c120133120c0a046d6f64651204666173741a002200";
+    let body: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    let decoded: Value = envelope::decode(&body).unwrap();
+    assert_eq!(
+        decoded,
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"creationTimestamp": null, "name": "settings", "namespace": "team-a"},
+            "data": {"level": "3", "mode": "fast"}})
+    );
+    let typed: k8s_openapi::api::core::v1::ConfigMap = envelope::decode(&body).unwrap();
+    let from_json: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(decoded).unwrap();
+    assert_eq!(typed, from_json);
+    assert_eq!(typed.metadata.generate_name, None);
+}
