@@ -213,7 +213,11 @@ impl<'de> Deserializer<'de> for MessageDe<'de> {
                     return visitor.visit_unit();
                 }
                 let (seconds, _) = two_varints(message, self.bytes)?;
-                visitor.visit_string(time::format_rfc3339(int64(seconds), None))
+                let mut buf = [0u8; time::RFC3339_MAX];
+                match time::write_rfc3339(&mut buf, int64(seconds), None) {
+                    Some(text) => visitor.visit_str(text),
+                    None => visitor.visit_string(time::format_rfc3339(int64(seconds), None)),
+                }
             }
             Special::MicroTime => {
                 if self.bytes.is_empty() {
@@ -221,7 +225,13 @@ impl<'de> Deserializer<'de> for MessageDe<'de> {
                 }
                 let (seconds, nanos) = two_varints(message, self.bytes)?;
                 let micros = u32::try_from(int32(nanos).clamp(0, 999_999_999)).unwrap_or(0) / 1000;
-                visitor.visit_string(time::format_rfc3339(int64(seconds), Some(micros)))
+                let mut buf = [0u8; time::RFC3339_MAX];
+                match time::write_rfc3339(&mut buf, int64(seconds), Some(micros)) {
+                    Some(text) => visitor.visit_str(text),
+                    None => {
+                        visitor.visit_string(time::format_rfc3339(int64(seconds), Some(micros)))
+                    }
+                }
             }
             Special::Duration => {
                 let (nanos, _) = two_varints(message, self.bytes)?;
@@ -368,9 +378,16 @@ impl<'de> Level<'de> {
             }
             let value = if field.repeated || matches!(field.kind, Kind::Map(_)) {
                 let mut count = 1;
-                while self.reader.peek_number()? == Some(number) {
-                    self.reader.field()?;
-                    count += 1;
+                loop {
+                    let at = self.reader.position();
+                    match self.reader.field()? {
+                        Some((n, _)) if n == number => count += 1,
+                        Some(_) => {
+                            self.reader.rewind(at);
+                            break;
+                        }
+                        None => break,
+                    }
                 }
                 Pending::Run(self.reader.since(start), count)
             } else {

@@ -28,6 +28,58 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// Room for the longest time [`write_rfc3339`] writes.
+pub const RFC3339_MAX: usize = 40;
+
+/// Writes `seconds` since the epoch as `2006-01-02T15:04:05Z` (with `.000000` microseconds
+/// when `micros` is given) into `buf`, without allocating; the text written. Years outside
+/// 0000..=9999 are written by [`format_rfc3339`] instead (this returns `None`).
+pub fn write_rfc3339(
+    buf: &mut [u8; RFC3339_MAX],
+    seconds: i64,
+    micros: Option<u32>,
+) -> Option<&str> {
+    let days = seconds.div_euclid(86_400);
+    let rem = seconds.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    if !(0..=9999).contains(&y) {
+        return None;
+    }
+    let mut at = 0;
+    let mut put = |value: i64, width: usize, after: u8| {
+        let mut v = value;
+        for i in (0..width).rev() {
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "one decimal digit"
+            )]
+            {
+                buf[at + i] = b'0' + (v % 10) as u8;
+            }
+            v /= 10;
+        }
+        at += width;
+        if after != 0 {
+            buf[at] = after;
+            at += 1;
+        }
+    };
+    put(y, 4, b'-');
+    put(m, 2, b'-');
+    put(d, 2, b'T');
+    put(rem / 3600, 2, b':');
+    put(rem % 3600 / 60, 2, b':');
+    match micros {
+        Some(us) => {
+            put(rem % 60, 2, b'.');
+            put(i64::from(us.min(999_999)), 6, b'Z');
+        }
+        None => put(rem % 60, 2, b'Z'),
+    }
+    std::str::from_utf8(&buf[..at]).ok()
+}
+
 /// `seconds` since the epoch as `2006-01-02T15:04:05Z`, with `.000000` microseconds when
 /// `micros` is given.
 #[must_use]

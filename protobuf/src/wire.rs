@@ -63,6 +63,11 @@ impl<'a> Reader<'a> {
         self.pos
     }
 
+    /// Moves the read position back to `at` (a position this reader returned).
+    pub fn rewind(&mut self, at: usize) {
+        self.pos = at.min(self.pos);
+    }
+
     /// The bytes from `start` to the read position.
     #[must_use]
     pub fn since(&self, start: usize) -> &'a [u8] {
