@@ -40,6 +40,8 @@ pub enum ListMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
     Typed,
+    /// Typed `Pod`s from a lister-watcher that asks for protobuf (`.protobuf()`).
+    TypedProtobuf,
     Compact,
     Metadata,
     MetadataCompact,
@@ -84,7 +86,7 @@ pub struct Row {
     pub which: Which,
 }
 
-use Form::{Compact, Metadata, MetadataCompact, Typed};
+use Form::{Compact, Metadata, MetadataCompact, Typed, TypedProtobuf};
 use ListMode::{Paginated, Streaming};
 
 const fn kube(list: ListMode, own_thread: bool) -> Which {
@@ -143,6 +145,7 @@ pub const ROWS: &[Row] = &[
     row("metadata", "kcache PartialObjectMetadata (metadata only, streaming, run)", kcache(Metadata, Streaming, true, false)),
     row("metadata-paged", "kcache PartialObjectMetadata, paginated", kcache(Metadata, Paginated, true, false)),
     row("metadata-compact", "kcache Compact<PartialObjectMetadata> (metadata only, streaming, run)", kcache(MetadataCompact, Streaming, true, false)),
+    row("protobuf", "kcache Pod over protobuf (streaming, run)", kcache(TypedProtobuf, Streaming, true, false)),
 ];
 
 /// The rows run when `--only` is not given: kube-rs's two list modes, kcache's typed and compact
@@ -262,15 +265,21 @@ pub async fn start(which: Which, target: &Target) -> Result<Running, BoxError> {
             inline,
             backend,
         } => match form {
-            Typed => {
+            Typed | TypedProtobuf => {
                 let lw: Arc<dyn ListerWatcher<Pod>> = match backend {
-                    Backend::Http => Arc::new(
-                        HttpListerWatcher::<Pod>::typed(Client::new(target.kcache_config()?)?)
-                            .all_namespaces()
-                            .skip_managed_fields(lean)
-                            .exact_capacities(lean)
-                            .build(),
-                    ),
+                    Backend::Http => {
+                        let builder =
+                            HttpListerWatcher::<Pod>::typed(Client::new(target.kcache_config()?)?)
+                                .all_namespaces()
+                                .skip_managed_fields(lean)
+                                .exact_capacities(lean);
+                        let builder = if form == TypedProtobuf {
+                            builder.protobuf()
+                        } else {
+                            builder
+                        };
+                        Arc::new(builder.build())
+                    }
                     Backend::Kube => Arc::new(
                         KubeListerWatcher::<Pod>::builder(kube_pods(target).await?)
                             .skip_managed_fields(lean)

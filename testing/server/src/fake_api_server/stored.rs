@@ -111,6 +111,10 @@ pub(crate) struct Stored {
     members: usize,
     /// Where the value of `metadata` (`{...}`) is in `typed`.
     metadata: Range<usize>,
+    /// The object's protobuf message (no envelope), made the first time a protobuf watch
+    /// sends it and shared by every such watch after; `None` when its kind has no protobuf
+    /// form (a custom resource) or it cannot be encoded.
+    protobuf: std::sync::OnceLock<Option<Box<[u8]>>>,
 }
 
 impl Stored {
@@ -148,10 +152,28 @@ impl Stored {
             typed,
             members,
             metadata,
+            protobuf: std::sync::OnceLock::new(),
         }))
     }
 
     /// The length [`write_json`](Self::write_json) appends.
+    /// The object's protobuf message (see the field), made on first use.
+    pub(crate) fn protobuf(&self) -> Option<&[u8]> {
+        self.protobuf
+            .get_or_init(|| {
+                let (api_version, kind) = (
+                    self.object.api_version.as_deref()?,
+                    self.object.kind.as_deref()?,
+                );
+                let message = kcache_protobuf::table::message_for_kind(api_version, kind)?;
+                let value: serde_json::Value = serde_json::from_slice(&self.typed).ok()?;
+                kcache_protobuf::encode::to_vec(&value, message)
+                    .ok()
+                    .map(Vec::into_boxed_slice)
+            })
+            .as_deref()
+    }
+
     pub(crate) fn json_len(&self, typed: bool) -> usize {
         if typed {
             self.typed.len()

@@ -472,6 +472,25 @@ impl Producer {
                 .await
             }
             None if self.protobuf => {
+                // Encoded once per stored version, whatever the number of watches.
+                if let (Some(raw), Some(api_version), Some(object_kind)) = (
+                    obj.protobuf(),
+                    obj.object.api_version.as_deref(),
+                    obj.object.kind.as_deref(),
+                ) {
+                    return self
+                        .send_counted(|out| {
+                            let mut enveloped = Vec::with_capacity(raw.len() + 32);
+                            kcache_protobuf::envelope::write(
+                                api_version,
+                                object_kind,
+                                raw,
+                                &mut enveloped,
+                            );
+                            kcache_protobuf::frames::write_event(kind, &enveloped, out);
+                        })
+                        .await;
+                }
                 let mut json = Vec::with_capacity(obj.json_len(true));
                 obj.write_json(&mut json, true);
                 self.send_counted(|out| protobuf::write_event_json(out, kind, &json))
