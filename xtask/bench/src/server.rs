@@ -79,6 +79,9 @@ pub async fn serve(pods: usize, updates: usize, seed: u64, setup: Setup) -> Resu
         .history_limit(pods + updates + 1000)
         .watcher_buffer(updates + pods + 1000)
         .watch_frames(setup.frames.0)
+        // Encoded with the writes (untimed), as the JSON is: a protobuf row's clock measures
+        // the client, as kube-apiserver's watch cache encodes an event once.
+        .protobuf_on_write(true)
         .tls(setup.transport.tls())
         .http2(setup.transport != Transport::HttpsH1)
         .seed(seed)

@@ -10,12 +10,14 @@
 //! with only such objects missing (never at an older version), then changes each of them on the
 //! server once and waits for the cache to equal it exactly.
 //!
-//! Seeds of 0 (mod 3) cache compact objects (`Compact<DynamicObject>`: metadata decoded, the
+//! Seeds of 0 (mod 4) cache compact objects (`Compact<DynamicObject>`: metadata decoded, the
 //! rest compressed), of 1 typed ones (`DynamicObject`), of 2 metadata only
-//! (`PartialObjectMetadata` from metadata-only lists and watches): every form must pass the
-//! same checks. Seeds whose `seed / 3` is even run over client-http's own client, the others
-//! over kube-rs's (`KubeListerWatcher`): both backends must pass them too, and the default six
-//! seeds cover each form on each backend.
+//! (`PartialObjectMetadata` from metadata-only lists and watches), of 3 typed ones read in
+//! protobuf (lists, watch frames and their faults in Kubernetes' protobuf encoding): every form
+//! must pass the same checks. Seeds whose `seed / 4` is even run over client-http's own client,
+//! the others over kube-rs's (`KubeListerWatcher`; protobuf seeds always over client-http,
+//! which alone reads it): both backends must pass them too, and the default eight seeds cover
+//! each form on each backend it runs on.
 //!
 //! `KCACHE_CHAOS_SEEDS=N` (or `cargo xtask chaos --seeds N`) runs N seeds; the test command
 //! runs a few. A failure prints its seed; `KCACHE_CHAOS_SEED=S` replays one.
@@ -348,19 +350,23 @@ async fn converge<T: Object>(
 }
 
 async fn run_seed(seed: u64) {
-    let backend = if (seed / 3).is_multiple_of(2) {
+    let backend = if (seed / 4).is_multiple_of(2) {
         Backend::Http
     } else {
         Backend::Kube
     };
-    match seed % 3 {
+    match seed % 4 {
         0 => {
             run_form::<Compact<DynamicObject>>(seed, "compact", backend, Backend::compact_pods)
                 .await;
         }
         1 => run_form::<DynamicObject>(seed, "typed", backend, Backend::pods).await,
-        _ => {
+        2 => {
             run_form::<PartialObjectMetadata>(seed, "metadata", backend, Backend::metadata_pods)
+                .await;
+        }
+        _ => {
+            run_form::<DynamicObject>(seed, "protobuf", Backend::Http, Backend::protobuf_pods)
                 .await;
         }
     }
@@ -431,7 +437,7 @@ fn seeds() -> Vec<u64> {
     let n = std::env::var("KCACHE_CHAOS_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(6);
+        .unwrap_or(8);
     (1..=n).collect()
 }
 

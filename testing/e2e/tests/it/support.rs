@@ -101,6 +101,23 @@ impl Backend {
         }
     }
 
+    /// Pods of every namespace at plain-HTTP `url`, asked for in protobuf (client-http only:
+    /// the `kube` backend reads JSON, so it gets the plain lister-watcher).
+    pub(crate) fn protobuf_pods<T>(self, url: &str) -> Arc<dyn ListerWatcher<T>>
+    where
+        T: Object + DeserializeOwned + Send + 'static,
+    {
+        match self {
+            Self::Http => Arc::new(
+                HttpListerWatcher::<T>::builder(http_client(url), pods())
+                    .kind("Pod")
+                    .protobuf()
+                    .build(),
+            ),
+            Self::Kube => self.pods(url),
+        }
+    }
+
     /// Pods of every namespace at plain-HTTP `url` as compact objects (the default codec).
     pub(crate) fn compact_pods<K>(self, url: &str) -> Arc<dyn ListerWatcher<Compact<K>>>
     where

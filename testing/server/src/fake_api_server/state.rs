@@ -56,6 +56,9 @@ pub(crate) struct Config {
     pub(crate) http2_max_concurrent_streams: u32,
     pub(crate) request_log_limit: usize,
     pub(crate) watch_frames: super::WatchFrames,
+    /// Encode every written object in protobuf as it is stored (see
+    /// `FakeApiServerBuilder::protobuf_on_write`).
+    pub(crate) protobuf_on_write: bool,
 }
 
 impl Default for Config {
@@ -73,6 +76,7 @@ impl Default for Config {
             max_connections: 512,
             http2_max_concurrent_streams: 1000,
             request_log_limit: 10_000,
+            protobuf_on_write: false,
             watch_frames: super::WatchFrames::default(),
         }
     }
@@ -198,6 +202,8 @@ pub(crate) struct State {
     /// Whether the worklist is being worked through (a removal made meanwhile only joins it).
     following_removals: bool,
     history_limit: usize,
+    /// Encode each stored object in protobuf when it is written (`Config::protobuf_on_write`).
+    protobuf_on_write: bool,
 }
 
 /// What the server tasks share.
@@ -244,6 +250,7 @@ impl Shared {
             removals: VecDeque::new(),
             following_removals: false,
             history_limit: config.history_limit.max(1),
+            protobuf_on_write: config.protobuf_on_write,
         };
         for r in resources {
             state.register(r);
@@ -613,6 +620,10 @@ impl State {
         let rv = self.next_rv();
         obj.metadata.resource_version = Some(rv.to_string());
         let obj = Stored::new(obj).map_err(super::status::internal)?;
+        if self.protobuf_on_write {
+            // Made now, with the write, as the JSON form is; a kind without one has none.
+            let _ = obj.protobuf();
+        }
         let objects = &mut self.resource_mut(id)?.objects;
         if kind == EventType::Deleted {
             objects.remove(&key);
