@@ -346,7 +346,7 @@ mod tests {
             json,
             json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "settings", "namespace": "team-a",
-                    "creationTimestamp": null, "generation": 0},
+                    "creationTimestamp": null},
                 "data": {"level": "3", "mode": "fast"}})
         );
         let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
