@@ -761,6 +761,7 @@ mod tests {
             layers,
             [
                 ("kcache-store", 0),
+                ("kcache-protobuf", 0),
                 ("kcache-queue", 1),
                 ("kcache-reflector", 1),
                 ("kcache-informer", 2),
@@ -776,6 +777,7 @@ mod tests {
         // (from, the libraries its tests may use), every other library being refused.
         let allowed: &[(&str, &[&str])] = &[
             ("kcache-store", &[]),
+            ("kcache-protobuf", &[]),
             (
                 "kcache-queue",
                 &["kcache-store", "kcache-testing", "kcache-testing-server"],
@@ -798,6 +800,7 @@ mod tests {
                 "kcache-client-http",
                 &[
                     "kcache-store",
+                    "kcache-protobuf",
                     "kcache-reflector",
                     "kcache-testing",
                     "kcache-testing-server",
@@ -816,6 +819,7 @@ mod tests {
                 "kcache-testing-server",
                 &[
                     "kcache-store",
+                    "kcache-protobuf",
                     "kcache-queue",
                     "kcache-reflector",
                     "kcache-testing",
