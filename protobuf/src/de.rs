@@ -22,6 +22,30 @@ use crate::table::{Field, Kind, MapValue, Message, Special, message};
 use crate::wire::{Reader, Wire};
 use crate::{Error, MAX_DEPTH, base64, time};
 
+/// What the three deserializers share: a newtype is its content, an ignored value is already
+/// delimited (nothing to read), and every other hint is `deserialize_any`, the table telling
+/// what each value is.
+macro_rules! shared_methods {
+    () => {
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, Error> {
+            visitor.visit_newtype_struct(self)
+        }
+
+        fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            visitor.visit_unit()
+        }
+
+        forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            unit unit_struct seq tuple tuple_struct map struct enum identifier
+        }
+    };
+}
+
 /// An object's `apiVersion` and `kind`, which the protobuf form keeps outside the message
 /// (in the envelope, or implied by the list): presented as the message's first two fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +207,30 @@ impl MessageDe<'_> {
     }
 }
 
+impl<'de> MessageDe<'de> {
+    /// A [`Special::StringList`]: its field 1 strings as a sequence.
+    fn string_list<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        let message = self.message;
+        let mut reader = Reader::new(self.bytes);
+        let mut items = Vec::new();
+        while let Some((number, wire)) = reader.field()? {
+            if number == 1 {
+                items.push(wire);
+            }
+        }
+        visitor.visit_seq(SeqOf {
+            left: items.len(),
+            items: items.into_iter(),
+            reader: None,
+            owner: message,
+            field: &STRING_ITEM,
+            kind: Kind::String,
+            ctx: self.ctx,
+            packed: None,
+        })
+    }
+}
+
 impl<'de> Deserializer<'de> for MessageDe<'de> {
     type Error = Error;
 
@@ -268,24 +316,7 @@ impl<'de> Deserializer<'de> for MessageDe<'de> {
                         source,
                     }),
             },
-            Special::StringList => {
-                let mut reader = Reader::new(self.bytes);
-                let mut items = Vec::new();
-                while let Some((number, wire)) = reader.field()? {
-                    if number == 1 {
-                        items.push(wire);
-                    }
-                }
-                visitor.visit_seq(SeqOf {
-                    left: items.len(),
-                    items: items.into_iter(),
-                    reader: None,
-                    owner: message,
-                    field: &STRING_ITEM,
-                    kind: Kind::String,
-                    ctx: self.ctx,
-                })
-            }
+            Special::StringList => self.string_list(visitor),
         }
     }
 
@@ -297,22 +328,7 @@ impl<'de> Deserializer<'de> for MessageDe<'de> {
         }
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_unit()
-    }
-
-    forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        unit unit_struct seq tuple tuple_struct map struct enum identifier
-    }
+    shared_methods!();
 }
 
 /// The field an element of a [`Special::StringList`] stands for.
@@ -655,6 +671,7 @@ impl<'de> ValueDe<'de> {
             field: self.field,
             kind: self.field.kind,
             ctx: self.ctx,
+            packed: None,
         }
     }
 
@@ -706,22 +723,7 @@ impl<'de> Deserializer<'de> for ValueDe<'de> {
         }
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_unit()
-    }
-
-    forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        unit unit_struct seq tuple tuple_struct map struct enum identifier
-    }
+    shared_methods!();
 }
 
 /// The elements of a repeated field (or the entries of a map field).
@@ -736,6 +738,8 @@ struct SeqOf<'de> {
     field: &'static Field,
     kind: Kind,
     ctx: Ctx,
+    /// Packed numbers being read.
+    packed: Option<Reader<'de>>,
 }
 
 impl<'de> SeqOf<'de> {
@@ -762,22 +766,31 @@ impl<'de> SeqAccess<'de> for SeqOf<'de> {
         &mut self,
         seed: T,
     ) -> Result<Option<T::Value>, Error> {
+        // Packed numbers: one length-delimited value holding many varints, read in place.
+        if let Some(packed) = self.packed.as_mut() {
+            if !packed.is_empty() {
+                let wire = Wire::Varint(packed.varint()?);
+                return self.element(seed, wire).map(Some);
+            }
+            self.packed = None;
+        }
         let Some(wire) = self.next_wire()? else {
             return Ok(None);
         };
-        // Packed numbers: one length-delimited value holding many varints.
         if let (Wire::Len(bytes), Kind::Int32 | Kind::Int64 | Kind::Bool) = (wire, self.kind) {
-            let mut packed = Reader::new(bytes);
-            let mut expanded = Vec::new();
-            while !packed.is_empty() {
-                expanded.push(Wire::Varint(packed.varint()?));
-            }
-            let rest: Vec<Wire<'de>> = self.items.by_ref().collect();
-            expanded.extend(rest);
-            self.left += expanded.len();
-            self.items = expanded.into_iter();
+            self.packed = Some(Reader::new(bytes));
             return self.next_element_seed(seed);
         }
+        self.element(seed, wire).map(Some)
+    }
+}
+
+impl<'de> SeqOf<'de> {
+    fn element<T: DeserializeSeed<'de>>(
+        &self,
+        seed: T,
+        wire: Wire<'de>,
+    ) -> Result<T::Value, Error> {
         seed.deserialize(ElemDe {
             owner: self.owner,
             field: self.field,
@@ -785,7 +798,6 @@ impl<'de> SeqAccess<'de> for SeqOf<'de> {
             wire,
             ctx: self.ctx,
         })
-        .map(Some)
     }
 }
 
@@ -901,20 +913,5 @@ impl<'de> Deserializer<'de> for ElemDe<'de> {
         visitor.visit_some(self)
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Error> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_unit()
-    }
-
-    forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        unit unit_struct seq tuple tuple_struct map struct enum identifier
-    }
+    shared_methods!();
 }

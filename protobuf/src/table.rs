@@ -89,8 +89,6 @@ pub struct Message {
     pub name: &'static str,
     /// How its JSON form differs from an object of its fields.
     pub special: Special,
-    /// Whether one of its fields is [`Field::inline`].
-    pub inline: bool,
     /// Its fields, by number.
     pub fields: &'static [Field],
 }

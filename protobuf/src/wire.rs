@@ -147,22 +147,6 @@ impl<'a> Reader<'a> {
         };
         Ok(Some((number, value)))
     }
-
-    /// The number of the next field, without reading it (`None` at the end).
-    ///
-    /// # Errors
-    /// A bad varint.
-    pub fn peek_number(&self) -> Result<Option<u32>, Error> {
-        if self.is_empty() {
-            return Ok(None);
-        }
-        let mut copy = self.clone();
-        let start = copy.pos;
-        let tag = copy.varint()?;
-        u32::try_from(tag >> 3)
-            .map(Some)
-            .map_err(|_| Error::BadVarint { at: start })
-    }
 }
 
 /// Appends `value` as a varint.

@@ -332,16 +332,6 @@ fn resolve(module: &str, path: &str) -> Option<String> {
     Some(format!("{}/{}", parts.join("/"), name))
 }
 
-/// Whether a message has a field written inline in JSON (a message field whose name is not a
-/// property of the definition).
-fn sorted_has_inline(fields: &[ProstField], properties: Option<&Map<String, Value>>) -> bool {
-    fields.iter().any(|f| {
-        f.kind.starts_with("message:")
-            && !f.repeated
-            && !properties.is_some_and(|p| p.keys().any(|k| letters(k) == letters(&f.name)))
-    })
-}
-
 /// Letters and digits of `name`, lowercased: what a prost and a JSON name share.
 fn letters(name: &str) -> String {
     name.chars()
@@ -492,8 +482,6 @@ fn generate(
         let _ = writeln!(out, "    Message {{");
         let _ = writeln!(out, "        name: \"{definition}\",");
         let _ = writeln!(out, "        special: Special::{special},");
-        let has_inline = sorted_has_inline(fields, properties);
-        let _ = writeln!(out, "        inline: {has_inline},");
         let _ = writeln!(out, "        fields: &[");
         let mut sorted = fields.clone();
         sorted.sort_by_key(|f| f.number);

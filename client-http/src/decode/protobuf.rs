@@ -276,11 +276,13 @@ fn decode_event<T: DeserializeOwned + Object>(
             Ok(WatchEvent::Error(Box::new(status)))
         }
         _ => {
-            let Some(event_type) = event_type else {
-                return Err(bad(
-                    format!("unknown watch event type `{}`", event.event_type),
-                    None,
-                ));
+            let (event_type, make): (EventType, fn(T) -> WatchEvent<T>) = match event.event_type {
+                "ADDED" => (EventType::Added, WatchEvent::Added),
+                "MODIFIED" => (EventType::Modified, WatchEvent::Modified),
+                "DELETED" => (EventType::Deleted, WatchEvent::Deleted),
+                other => {
+                    return Err(bad(format!("unknown watch event type `{other}`"), None));
+                }
             };
             let object: T = decode_object(env.raw, message, env.type_meta(), skip_managed_fields)
                 .map_err(|e| {
@@ -298,11 +300,7 @@ fn decode_event<T: DeserializeOwned + Object>(
                     Some(event_type),
                 )));
             }
-            Ok(match event_type {
-                EventType::Added => WatchEvent::Added(object),
-                EventType::Modified => WatchEvent::Modified(object),
-                _ => WatchEvent::Deleted(object),
-            })
+            Ok(make(object))
         }
     }
 }

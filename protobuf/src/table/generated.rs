@@ -15,7 +15,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.AuditAnnotation",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -40,7 +39,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ExpressionWarning",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 2,
@@ -65,7 +63,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.MatchCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -90,7 +87,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.MatchResources",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -142,7 +138,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.MutatingWebhook",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -257,7 +252,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -282,7 +276,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.MutatingWebhookConfigurationList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -307,7 +300,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.NamedRuleWithOperations",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -332,7 +324,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ParamKind",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -357,7 +348,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ParamRef",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -400,7 +390,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.Rule",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -443,7 +432,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.RuleWithOperations",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -468,7 +456,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ServiceReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -511,7 +498,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.TypeChecking",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "expressionWarnings",
@@ -525,7 +511,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -559,7 +544,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -584,7 +568,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -609,7 +592,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -652,7 +634,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -677,7 +658,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicySpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -747,7 +727,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -781,7 +760,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ValidatingWebhook",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -887,7 +865,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -912,7 +889,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfigurationList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -937,7 +913,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.Validation",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -980,7 +955,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.Variable",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1005,7 +979,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.admissionregistration.v1.WebhookClientConfig",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1039,7 +1012,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.ControllerRevision",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1073,7 +1045,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.ControllerRevisionList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1098,7 +1069,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.DaemonSet",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1132,7 +1102,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.DaemonSetCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1184,7 +1153,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.DaemonSetList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1209,7 +1177,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.DaemonSetSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1261,7 +1228,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.DaemonSetStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1358,7 +1324,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.DaemonSetUpdateStrategy",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1383,7 +1348,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.Deployment",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1417,7 +1381,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.DeploymentCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1478,7 +1441,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.DeploymentList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1503,7 +1465,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.DeploymentSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1582,7 +1543,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.DeploymentStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1670,7 +1630,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.DeploymentStrategy",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1695,7 +1654,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.ReplicaSet",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1729,7 +1687,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.ReplicaSetCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1781,7 +1738,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.ReplicaSetList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1806,7 +1762,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.ReplicaSetSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1849,7 +1804,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.ReplicaSetStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1919,7 +1873,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.RollingUpdateDaemonSet",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1944,7 +1897,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.RollingUpdateDeployment",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1969,7 +1921,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.RollingUpdateStatefulSetStrategy",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -1994,7 +1945,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.StatefulSet",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2028,7 +1978,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.StatefulSetCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2080,7 +2029,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.StatefulSetList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2105,7 +2053,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.StatefulSetOrdinals",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "start",
@@ -2119,7 +2066,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.StatefulSetPersistentVolumeClaimRetentionPolicy",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2144,7 +2090,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.StatefulSetSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2250,7 +2195,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.StatefulSetStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2347,7 +2291,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.apps.v1.StatefulSetUpdateStrategy",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2372,7 +2315,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authentication.v1.BoundObjectReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2415,7 +2357,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authentication.v1.ExtraValue",
         special: Special::StringList,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "items",
@@ -2429,7 +2370,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authentication.v1.SelfSubjectReview",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2454,7 +2394,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authentication.v1.SelfSubjectReviewStatus",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "userInfo",
@@ -2468,7 +2407,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authentication.v1.TokenRequest",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2502,7 +2440,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authentication.v1.TokenRequestSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2536,7 +2473,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authentication.v1.TokenRequestStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2561,7 +2497,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authentication.v1.TokenReview",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2595,7 +2530,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authentication.v1.TokenReviewSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2620,7 +2554,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authentication.v1.TokenReviewStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2663,7 +2596,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authentication.v1.UserInfo",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2706,7 +2638,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.ExtraValue",
         special: Special::StringList,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "items",
@@ -2720,7 +2651,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.FieldSelectorAttributes",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2745,7 +2675,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.LabelSelectorAttributes",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2770,7 +2699,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.LocalSubjectAccessReview",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2804,7 +2732,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.NonResourceAttributes",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2829,7 +2756,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.NonResourceRule",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2854,7 +2780,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.ResourceAttributes",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2942,7 +2867,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.ResourceRule",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -2985,7 +2909,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3019,7 +2942,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.SelfSubjectAccessReviewSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3044,7 +2966,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.SelfSubjectRulesReview",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3078,7 +2999,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.SelfSubjectRulesReviewSpec",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "namespace",
@@ -3092,7 +3012,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.SubjectAccessReview",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3126,7 +3045,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.SubjectAccessReviewSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3187,7 +3105,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.SubjectAccessReviewStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3230,7 +3147,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.authorization.v1.SubjectRulesReviewStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3273,7 +3189,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v1.CrossVersionObjectReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3307,7 +3222,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3341,7 +3255,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3366,7 +3279,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3409,7 +3321,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3461,7 +3372,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v1.Scale",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3495,7 +3405,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v1.ScaleSpec",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "replicas",
@@ -3509,7 +3418,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v1.ScaleStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3534,7 +3442,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.ContainerResourceMetricSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3568,7 +3475,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.ContainerResourceMetricStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3602,7 +3508,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.CrossVersionObjectReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3636,7 +3541,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.ExternalMetricSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3661,7 +3565,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.ExternalMetricStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3686,7 +3589,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.HPAScalingPolicy",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3720,7 +3622,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.HPAScalingRules",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3763,7 +3664,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3797,7 +3697,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerBehavior",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3822,7 +3721,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3874,7 +3772,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3899,7 +3796,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -3951,7 +3847,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4012,7 +3907,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.MetricIdentifier",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4037,7 +3931,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.MetricSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4098,7 +3991,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.MetricStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4159,7 +4051,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.MetricTarget",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4202,7 +4093,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.MetricValueStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4236,7 +4126,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.ObjectMetricSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4270,7 +4159,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.ObjectMetricStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4304,7 +4192,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.PodsMetricSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4329,7 +4216,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.PodsMetricStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4354,7 +4240,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.ResourceMetricSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4379,7 +4264,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.autoscaling.v2.ResourceMetricStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4404,7 +4288,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.CronJob",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4438,7 +4321,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.CronJobList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4463,7 +4345,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.CronJobSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4542,7 +4423,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.CronJobStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4576,7 +4456,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.Job",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4610,7 +4489,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.JobCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4671,7 +4549,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.JobList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4696,7 +4573,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.JobSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4847,7 +4723,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.JobStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4953,7 +4828,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.JobTemplateSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -4978,7 +4852,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.PodFailurePolicy",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "rules",
@@ -4992,7 +4865,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.PodFailurePolicyOnExitCodesRequirement",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5026,7 +4898,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.PodFailurePolicyOnPodConditionsPattern",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5051,7 +4922,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.PodFailurePolicyRule",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5085,7 +4955,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.SuccessPolicy",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "rules",
@@ -5099,7 +4968,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.SuccessPolicyRule",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5124,7 +4992,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.batch.v1.UncountedTerminatedPods",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5149,7 +5016,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.certificates.v1.CertificateSigningRequest",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5183,7 +5049,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.certificates.v1.CertificateSigningRequestCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5244,7 +5109,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.certificates.v1.CertificateSigningRequestList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5269,7 +5133,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.certificates.v1.CertificateSigningRequestSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5348,7 +5211,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.certificates.v1.CertificateSigningRequestStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5373,7 +5235,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.certificates.v1.ExtraValue",
         special: Special::StringList,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "items",
@@ -5387,7 +5248,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.coordination.v1.Lease",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5412,7 +5272,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.coordination.v1.LeaseList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5437,7 +5296,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.coordination.v1.LeaseSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5507,7 +5365,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.AWSElasticBlockStoreVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5550,7 +5407,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Affinity",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5584,7 +5440,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.AppArmorProfile",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5609,7 +5464,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.AttachedVolume",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5634,7 +5488,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.AzureDiskVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5695,7 +5548,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.AzureFilePersistentVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5738,7 +5590,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.AzureFileVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5772,7 +5623,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Binding",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5797,7 +5647,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.CSIPersistentVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5894,7 +5743,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.CSIVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5946,7 +5794,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Capabilities",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -5971,7 +5818,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.CephFSPersistentVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6032,7 +5878,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.CephFSVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6093,7 +5938,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.CinderPersistentVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6136,7 +5980,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.CinderVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6179,7 +6022,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ClientIPConfig",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "timeoutSeconds",
@@ -6193,7 +6035,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ClusterTrustBundleProjection",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6245,7 +6086,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ComponentCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6288,7 +6128,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ComponentStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6313,7 +6152,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ComponentStatusList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6338,7 +6176,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ConfigMap",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6381,7 +6218,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ConfigMapEnvSource",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -6406,7 +6242,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ConfigMapKeySelector",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -6440,7 +6275,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ConfigMapList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6465,7 +6299,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ConfigMapNodeConfigSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6517,7 +6350,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ConfigMapProjection",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -6551,7 +6383,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ConfigMapVolumeSource",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -6594,7 +6425,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Container",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6826,7 +6656,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ContainerExtendedResourceRequest",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6860,7 +6689,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ContainerImage",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6885,7 +6713,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ContainerPort",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6937,7 +6764,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ContainerResizePolicy",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6962,7 +6788,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ContainerRestartRule",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -6987,7 +6812,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ContainerRestartRuleOnExitCodes",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7012,7 +6836,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ContainerState",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7046,7 +6869,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ContainerStateRunning",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "startedAt",
@@ -7060,7 +6882,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ContainerStateTerminated",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7130,7 +6951,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ContainerStateWaiting",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7155,7 +6975,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ContainerStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7297,7 +7116,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ContainerUser",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "linux",
@@ -7311,7 +7129,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.DaemonEndpoint",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "Port",
@@ -7325,7 +7142,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.DownwardAPIProjection",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "items",
@@ -7339,7 +7155,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.DownwardAPIVolumeFile",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7382,7 +7197,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.DownwardAPIVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7407,7 +7221,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EmptyDirVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7432,7 +7245,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EndpointAddress",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7475,7 +7287,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EndpointPort",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7518,7 +7329,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EndpointSubset",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7552,7 +7362,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Endpoints",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7577,7 +7386,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EndpointsList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7602,7 +7410,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EnvFromSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7636,7 +7443,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EnvVar",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7670,7 +7476,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EnvVarSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7722,7 +7527,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EphemeralContainer",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -7747,7 +7551,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EphemeralContainerCommon",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -7979,7 +7782,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EphemeralVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "volumeClaimTemplate",
@@ -7993,7 +7795,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Event",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8135,7 +7936,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EventList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8160,7 +7960,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EventSeries",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8185,7 +7984,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.EventSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8210,7 +8008,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ExecAction",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "command",
@@ -8224,7 +8021,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.FCVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8276,7 +8072,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.FileKeySelector",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8319,7 +8114,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.FlexPersistentVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8371,7 +8165,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.FlexVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8423,7 +8216,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.FlockerVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8448,7 +8240,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.GCEPersistentDiskVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8491,7 +8282,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.GRPCAction",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8516,7 +8306,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.GitRepoVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8550,7 +8339,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.GlusterfsPersistentVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8593,7 +8381,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.GlusterfsVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8627,7 +8414,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.HTTPGetAction",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8679,7 +8465,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.HTTPHeader",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8704,7 +8489,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.HostAlias",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8729,7 +8513,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.HostIP",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "ip",
@@ -8743,7 +8526,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.HostPathVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8768,7 +8550,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ISCSIPersistentVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8874,7 +8655,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ISCSIVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -8980,7 +8760,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ImageVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9005,7 +8784,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.KeyToPath",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9039,7 +8817,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Lifecycle",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9073,7 +8850,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.LifecycleHandler",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9116,7 +8892,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.LimitRange",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9141,7 +8916,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.LimitRangeItem",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9202,7 +8976,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.LimitRangeList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9227,7 +9000,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.LimitRangeSpec",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "limits",
@@ -9241,7 +9013,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.LinuxContainerUser",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9275,7 +9046,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.LoadBalancerIngress",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9318,7 +9088,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.LoadBalancerStatus",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "ingress",
@@ -9332,7 +9101,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.LocalObjectReference",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "name",
@@ -9346,7 +9114,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.LocalVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9371,7 +9138,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ModifyVolumeStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9396,7 +9162,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NFSVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9430,7 +9195,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Namespace",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9464,7 +9228,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NamespaceCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9516,7 +9279,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NamespaceList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9541,7 +9303,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NamespaceSpec",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "finalizers",
@@ -9555,7 +9316,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NamespaceStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9580,7 +9340,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Node",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9614,7 +9373,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeAddress",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9639,7 +9397,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeAffinity",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9664,7 +9421,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9725,7 +9481,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeConfigSource",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 2,
             json: "configMap",
@@ -9739,7 +9494,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeConfigStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9782,7 +9536,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeDaemonEndpoints",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "kubeletEndpoint",
@@ -9796,7 +9549,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeFeatures",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "supplementalGroupsPolicy",
@@ -9810,7 +9562,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9835,7 +9586,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeRuntimeHandler",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9860,7 +9610,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeRuntimeHandlerFeatures",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9885,7 +9634,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeSelector",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "nodeSelectorTerms",
@@ -9899,7 +9647,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeSelectorRequirement",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9933,7 +9680,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeSelectorTerm",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -9958,7 +9704,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10028,7 +9773,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10161,7 +9905,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeSwapStatus",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "capacity",
@@ -10175,7 +9918,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.NodeSystemInfo",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10281,7 +10023,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ObjectFieldSelector",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10306,7 +10047,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ObjectReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10376,7 +10116,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PersistentVolume",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10410,7 +10149,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PersistentVolumeClaim",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10444,7 +10182,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PersistentVolumeClaimCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10505,7 +10242,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PersistentVolumeClaimList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10530,7 +10266,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PersistentVolumeClaimSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10618,7 +10353,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PersistentVolumeClaimStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10697,7 +10431,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PersistentVolumeClaimTemplate",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10722,7 +10455,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PersistentVolumeClaimVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10747,7 +10479,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PersistentVolumeList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10772,7 +10503,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PersistentVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -10977,7 +10707,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PersistentVolumeSpec",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -11074,7 +10803,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PersistentVolumeStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11117,7 +10845,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PhotonPersistentDiskVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11142,7 +10869,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Pod",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11176,7 +10902,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodAffinity",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11201,7 +10926,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodAffinityTerm",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11262,7 +10986,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodAntiAffinity",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11287,7 +11010,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodCertificateProjection",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11357,7 +11079,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11427,7 +11148,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodDNSConfig",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11461,7 +11181,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodDNSConfigOption",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11486,7 +11205,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodExtendedResourceClaimStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11511,7 +11229,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodIP",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "ip",
@@ -11525,7 +11242,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11550,7 +11266,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodOS",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "name",
@@ -11564,7 +11279,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodReadinessGate",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "conditionType",
@@ -11578,7 +11292,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodResourceClaim",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11612,7 +11325,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodResourceClaimStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11637,7 +11349,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodSchedulingGate",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "name",
@@ -11651,7 +11362,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodSecurityContext",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -11775,7 +11485,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12160,7 +11869,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12347,7 +12055,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodTemplate",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12372,7 +12079,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodTemplateList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12397,7 +12103,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PodTemplateSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12422,7 +12127,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PortStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12456,7 +12160,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PortworxVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12490,7 +12193,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.PreferredSchedulingTerm",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12515,7 +12217,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Probe",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -12585,7 +12286,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ProbeHandler",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12628,7 +12328,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ProjectedVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12653,7 +12352,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.QuobyteVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12714,7 +12412,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.RBDPersistentVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12793,7 +12490,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.RBDVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12872,7 +12568,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ReplicationController",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12906,7 +12601,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ReplicationControllerCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12958,7 +12652,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ReplicationControllerList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -12983,7 +12676,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ReplicationControllerSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13026,7 +12718,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ReplicationControllerStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13087,7 +12778,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ResourceClaim",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13112,7 +12802,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ResourceFieldSelector",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13146,7 +12835,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ResourceHealth",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13171,7 +12859,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ResourceQuota",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13205,7 +12892,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ResourceQuotaList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13230,7 +12916,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ResourceQuotaSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13264,7 +12949,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ResourceQuotaStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13289,7 +12973,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ResourceRequirements",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13323,7 +13006,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ResourceStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13348,7 +13030,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.SELinuxOptions",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13391,7 +13072,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ScaleIOPersistentVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13488,7 +13168,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ScaleIOVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13585,7 +13264,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ScopeSelector",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "matchExpressions",
@@ -13599,7 +13277,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ScopedResourceSelectorRequirement",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13633,7 +13310,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.SeccompProfile",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13658,7 +13334,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Secret",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13710,7 +13385,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.SecretEnvSource",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -13735,7 +13409,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.SecretKeySelector",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -13769,7 +13442,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.SecretList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13794,7 +13466,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.SecretProjection",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -13828,7 +13499,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.SecretReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13853,7 +13523,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.SecretVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -13896,7 +13565,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.SecurityContext",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14011,7 +13679,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Service",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14045,7 +13712,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ServiceAccount",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14088,7 +13754,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ServiceAccountList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14113,7 +13778,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ServiceAccountTokenProjection",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14147,7 +13811,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ServiceList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14172,7 +13835,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ServicePort",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14233,7 +13895,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ServiceSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14420,7 +14081,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.ServiceStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14445,7 +14105,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.SessionAffinityConfig",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "clientIP",
@@ -14459,7 +14118,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.SleepAction",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "seconds",
@@ -14473,7 +14131,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.StorageOSPersistentVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14525,7 +14182,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.StorageOSVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14577,7 +14233,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Sysctl",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14602,7 +14257,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.TCPSocketAction",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14627,7 +14281,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Taint",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14670,7 +14323,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Toleration",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14722,7 +14374,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.TopologySelectorLabelRequirement",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14747,7 +14398,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.TopologySelectorTerm",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "matchLabelExpressions",
@@ -14761,7 +14411,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.TopologySpreadConstraint",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14840,7 +14489,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.TypedLocalObjectReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14874,7 +14522,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.TypedObjectReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14917,7 +14564,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.Volume",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -14942,7 +14588,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.VolumeDevice",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -14967,7 +14612,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.VolumeMount",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15037,7 +14681,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.VolumeMountStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15080,7 +14723,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.VolumeNodeAffinity",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "required",
@@ -15094,7 +14736,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.VolumeProjection",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15155,7 +14796,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.VolumeResourceRequirements",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15180,7 +14820,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.VolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15457,7 +15096,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.VsphereVirtualDiskVolumeSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15500,7 +15138,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.WeightedPodAffinityTerm",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15525,7 +15162,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.WindowsSecurityContextOptions",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15568,7 +15204,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.core.v1.WorkloadReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15602,7 +15237,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.discovery.v1.Endpoint",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15681,7 +15315,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.discovery.v1.EndpointConditions",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15715,7 +15348,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.discovery.v1.EndpointHints",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15740,7 +15372,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.discovery.v1.EndpointPort",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15783,7 +15414,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.discovery.v1.EndpointSlice",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15826,7 +15456,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.discovery.v1.EndpointSliceList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -15851,7 +15480,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.discovery.v1.ForNode",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "name",
@@ -15865,7 +15493,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.discovery.v1.ForZone",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "name",
@@ -15879,7 +15506,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.events.v1.Event",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16021,7 +15647,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.events.v1.EventList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16046,7 +15671,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.events.v1.EventSeries",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16071,7 +15695,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.ExemptPriorityLevelConfiguration",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16096,7 +15719,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.FlowDistinguisherMethod",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "type",
@@ -16110,7 +15732,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.FlowSchema",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16144,7 +15765,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.FlowSchemaCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16196,7 +15816,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.FlowSchemaList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16221,7 +15840,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.FlowSchemaSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16264,7 +15882,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.FlowSchemaStatus",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "conditions",
@@ -16278,7 +15895,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.GroupSubject",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "name",
@@ -16292,7 +15908,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.LimitResponse",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16317,7 +15932,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.LimitedPriorityLevelConfiguration",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16360,7 +15974,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.NonResourcePolicyRule",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16385,7 +15998,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.PolicyRulesWithSubjects",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16419,7 +16031,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfiguration",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16453,7 +16064,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationCondition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16505,7 +16115,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16530,7 +16139,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationReference",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "name",
@@ -16544,7 +16152,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16578,7 +16185,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationStatus",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "conditions",
@@ -16592,7 +16198,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.QueuingConfiguration",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16626,7 +16231,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.ResourcePolicyRule",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16678,7 +16282,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.ServiceAccountSubject",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16703,7 +16306,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.Subject",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16746,7 +16348,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.flowcontrol.v1.UserSubject",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "name",
@@ -16760,7 +16361,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.HTTPIngressPath",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16794,7 +16394,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.HTTPIngressRuleValue",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "paths",
@@ -16808,7 +16407,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IPAddress",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16833,7 +16431,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IPAddressList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16858,7 +16455,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IPAddressSpec",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "parentRef",
@@ -16872,7 +16468,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IPBlock",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16897,7 +16492,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.Ingress",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16931,7 +16525,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressBackend",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 3,
@@ -16956,7 +16549,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressClass",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -16981,7 +16573,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressClassList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17006,7 +16597,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressClassParametersReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17058,7 +16648,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressClassSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17083,7 +16672,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17108,7 +16696,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressLoadBalancerIngress",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17142,7 +16729,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressLoadBalancerStatus",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "ingress",
@@ -17156,7 +16742,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressPortStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17190,7 +16775,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressRule",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -17215,7 +16799,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressRuleValue",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "http",
@@ -17229,7 +16812,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressServiceBackend",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17254,7 +16836,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17297,7 +16878,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressStatus",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "loadBalancer",
@@ -17311,7 +16891,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.IngressTLS",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17336,7 +16915,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.NetworkPolicy",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17361,7 +16939,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.NetworkPolicyEgressRule",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17386,7 +16963,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.NetworkPolicyIngressRule",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17411,7 +16987,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.NetworkPolicyList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17436,7 +17011,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.NetworkPolicyPeer",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17470,7 +17044,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.NetworkPolicyPort",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17504,7 +17077,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.NetworkPolicySpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17547,7 +17119,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.ParentReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17590,7 +17161,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.ServiceBackendPort",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17615,7 +17185,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.ServiceCIDR",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17649,7 +17218,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.ServiceCIDRList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17674,7 +17242,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.ServiceCIDRSpec",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "cidrs",
@@ -17688,7 +17255,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.networking.v1.ServiceCIDRStatus",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "conditions",
@@ -17702,7 +17268,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.node.v1.Overhead",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "podFixed",
@@ -17716,7 +17281,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.node.v1.RuntimeClass",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17759,7 +17323,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.node.v1.RuntimeClassList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17784,7 +17347,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.node.v1.Scheduling",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17809,7 +17371,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.policy.v1.Eviction",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17834,7 +17395,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.policy.v1.PodDisruptionBudget",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17868,7 +17428,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.policy.v1.PodDisruptionBudgetList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17893,7 +17452,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.policy.v1.PodDisruptionBudgetSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -17936,7 +17494,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.policy.v1.PodDisruptionBudgetStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18006,7 +17563,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.rbac.v1.AggregationRule",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "clusterRoleSelectors",
@@ -18020,7 +17576,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.rbac.v1.ClusterRole",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18054,7 +17609,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.rbac.v1.ClusterRoleBinding",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18088,7 +17642,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.rbac.v1.ClusterRoleBindingList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18113,7 +17666,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.rbac.v1.ClusterRoleList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18138,7 +17690,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.rbac.v1.PolicyRule",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18190,7 +17741,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.rbac.v1.Role",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18215,7 +17765,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.rbac.v1.RoleBinding",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18249,7 +17798,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.rbac.v1.RoleBindingList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18274,7 +17822,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.rbac.v1.RoleList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18299,7 +17846,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.rbac.v1.RoleRef",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18333,7 +17879,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.rbac.v1.Subject",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18376,7 +17921,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.AllocatedDeviceStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18446,7 +17990,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.AllocationResult",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18480,7 +18023,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.CELDeviceSelector",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "expression",
@@ -18494,7 +18036,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.CapacityRequestPolicy",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18528,7 +18069,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.CapacityRequestPolicyRange",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18562,7 +18102,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.CapacityRequirements",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "requests",
@@ -18576,7 +18115,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.Counter",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "value",
@@ -18590,7 +18128,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.CounterSet",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18615,7 +18152,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.Device",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18730,7 +18266,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceAllocationConfiguration",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -18764,7 +18299,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceAllocationResult",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18789,7 +18323,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceAttribute",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 2,
@@ -18832,7 +18365,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceCapacity",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18857,7 +18389,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceClaim",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18891,7 +18422,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceClaimConfiguration",
         special: Special::None,
-        inline: true,
         fields: &[
             Field {
                 number: 1,
@@ -18916,7 +18446,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceClass",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18941,7 +18470,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceClassConfiguration",
         special: Special::None,
-        inline: true,
         fields: &[Field {
             number: 1,
             json: "",
@@ -18955,7 +18483,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceClassList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -18980,7 +18507,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceClassSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19014,7 +18540,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceConfiguration",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "opaque",
@@ -19028,7 +18553,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceConstraint",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19062,7 +18586,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceCounterConsumption",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19087,7 +18610,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceRequest",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19121,7 +18643,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceRequestAllocationResult",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19218,7 +18739,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceSelector",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "cel",
@@ -19232,7 +18752,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceSubRequest",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19302,7 +18821,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceTaint",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19345,7 +18863,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.DeviceToleration",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19397,7 +18914,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ExactDeviceRequest",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19467,7 +18983,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.NetworkDeviceData",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19501,7 +19016,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.OpaqueDeviceConfiguration",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19526,7 +19040,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ResourceClaim",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19560,7 +19073,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ResourceClaimConsumerReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19603,7 +19115,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ResourceClaimList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19628,7 +19139,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ResourceClaimSpec",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "devices",
@@ -19642,7 +19152,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ResourceClaimStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19676,7 +19185,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ResourceClaimTemplate",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19701,7 +19209,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ResourceClaimTemplateList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19726,7 +19233,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ResourceClaimTemplateSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19751,7 +19257,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ResourcePool",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19785,7 +19290,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ResourceSlice",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19810,7 +19314,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ResourceSliceList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19835,7 +19338,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.resource.v1.ResourceSliceSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19914,7 +19416,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.scheduling.v1.PriorityClass",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19966,7 +19467,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.scheduling.v1.PriorityClassList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -19991,7 +19491,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.CSIDriver",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20016,7 +19515,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.CSIDriverList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20041,7 +19539,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.CSIDriverSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20138,7 +19635,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.CSINode",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20163,7 +19659,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.CSINodeDriver",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20206,7 +19701,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.CSINodeList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20231,7 +19725,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.CSINodeSpec",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "drivers",
@@ -20245,7 +19738,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.CSIStorageCapacity",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20297,7 +19789,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.CSIStorageCapacityList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20322,7 +19813,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.StorageClass",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20401,7 +19891,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.StorageClassList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20426,7 +19915,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.TokenRequest",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20451,7 +19939,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.VolumeAttachment",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20485,7 +19972,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.VolumeAttachmentList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20510,7 +19996,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.VolumeAttachmentSource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20535,7 +20020,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.VolumeAttachmentSpec",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20569,7 +20053,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.VolumeAttachmentStatus",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20612,7 +20095,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.VolumeAttributesClass",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20646,7 +20128,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.VolumeAttributesClassList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20671,7 +20152,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.VolumeError",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20705,7 +20185,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.api.storage.v1.VolumeNodeResources",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "count",
@@ -20719,7 +20198,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.api.resource.Quantity",
         special: Special::Quantity,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "string",
@@ -20733,7 +20211,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20776,7 +20253,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroupList",
         special: Special::None,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "groups",
@@ -20790,7 +20266,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.APIResource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20887,7 +20362,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20912,7 +20386,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.APIVersions",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20937,7 +20410,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.Condition",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -20998,7 +20470,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21059,7 +20530,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.Duration",
         special: Special::Duration,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "duration",
@@ -21073,7 +20543,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21107,7 +20576,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
         special: Special::RawJson,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "raw",
@@ -21121,7 +20589,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.GroupResource",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21146,7 +20613,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.GroupVersionForDiscovery",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21171,7 +20637,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21196,7 +20661,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21230,7 +20694,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21273,7 +20736,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21343,7 +20805,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime",
         special: Special::MicroTime,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21368,7 +20829,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21510,7 +20970,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21571,7 +21030,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.Preconditions",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21596,7 +21054,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.ServerAddressByClientCIDR",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21621,7 +21078,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21682,7 +21138,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.StatusCause",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21716,7 +21171,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.StatusDetails",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21777,7 +21231,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.Time",
         special: Special::Time,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21802,7 +21255,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.Verbs",
         special: Special::StringList,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "items",
@@ -21816,7 +21268,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent",
         special: Special::None,
-        inline: false,
         fields: &[
             Field {
                 number: 1,
@@ -21841,7 +21292,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.runtime.RawExtension",
         special: Special::RawJson,
-        inline: false,
         fields: &[Field {
             number: 1,
             json: "raw",
@@ -21855,7 +21305,6 @@ pub(super) static MESSAGES: [Message; 551] = [
     Message {
         name: "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
         special: Special::IntOrString,
-        inline: false,
         fields: &[
             Field {
                 number: 1,

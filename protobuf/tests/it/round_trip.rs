@@ -118,3 +118,20 @@ fn plain_metadata_fields_go_writes_empty_read_as_absent() {
     assert_eq!(typed, from_json);
     assert_eq!(typed.metadata.generate_name, None);
 }
+
+#[test]
+fn packed_numbers_read_as_unpacked_ones() {
+    // PodFailurePolicyOnExitCodesRequirement.values (3): repeated int32, written packed
+    // (one length-delimited run of varints) and unpacked, both read in order.
+    let message = kcache_protobuf::table::message_named(
+        "io.k8s.api.batch.v1.PodFailurePolicyOnExitCodesRequirement",
+    )
+    .unwrap();
+    let mut bytes = Vec::new();
+    put_bytes(&mut bytes, 2, b"In");
+    put_bytes(&mut bytes, 3, &[1, 2, 0x96, 0x01]);
+    kcache_protobuf::wire::put_varint_field(&mut bytes, 3, 7);
+    put_bytes(&mut bytes, 3, &[9]);
+    let v: Value = kcache_protobuf::from_message(&bytes, message, None).unwrap();
+    assert_eq!(v, json!({"operator": "In", "values": [1, 2, 150, 7, 9]}));
+}

@@ -111,7 +111,7 @@ pub(crate) struct Stored {
     members: usize,
     /// Where the value of `metadata` (`{...}`) is in `typed`.
     metadata: Range<usize>,
-    /// The object's protobuf message (no envelope), made the first time a protobuf watch
+    /// The object in protobuf, enveloped (`k8s\0`, its kind), made the first time a protobuf watch
     /// sends it and shared by every such watch after; `None` when its kind has no protobuf
     /// form (a custom resource) or it cannot be encoded.
     protobuf: std::sync::OnceLock<Option<Box<[u8]>>>,
@@ -157,7 +157,7 @@ impl Stored {
     }
 
     /// The length [`write_json`](Self::write_json) appends.
-    /// The object's protobuf message (see the field), made on first use.
+    /// The object in protobuf, enveloped (see the field), made on first use.
     pub(crate) fn protobuf(&self) -> Option<&[u8]> {
         self.protobuf
             .get_or_init(|| {
@@ -167,9 +167,10 @@ impl Stored {
                 );
                 let message = kcache_protobuf::table::message_for_kind(api_version, kind)?;
                 let value: serde_json::Value = serde_json::from_slice(&self.typed).ok()?;
-                kcache_protobuf::encode::to_vec(&value, message)
-                    .ok()
-                    .map(Vec::into_boxed_slice)
+                let raw = kcache_protobuf::encode::to_vec(&value, message).ok()?;
+                let mut enveloped = Vec::with_capacity(raw.len() + 32);
+                kcache_protobuf::envelope::write(api_version, kind, &raw, &mut enveloped);
+                Some(enveloped.into_boxed_slice())
             })
             .as_deref()
     }

@@ -473,21 +473,10 @@ impl Producer {
             }
             None if self.protobuf => {
                 // Encoded once per stored version, whatever the number of watches.
-                if let (Some(raw), Some(api_version), Some(object_kind)) = (
-                    obj.protobuf(),
-                    obj.object.api_version.as_deref(),
-                    obj.object.kind.as_deref(),
-                ) {
+                if let Some(enveloped) = obj.protobuf() {
                     return self
                         .send_counted(|out| {
-                            let mut enveloped = Vec::with_capacity(raw.len() + 32);
-                            kcache_protobuf::envelope::write(
-                                api_version,
-                                object_kind,
-                                raw,
-                                &mut enveloped,
-                            );
-                            kcache_protobuf::frames::write_event(kind, &enveloped, out);
+                            kcache_protobuf::frames::write_event(kind, enveloped, out);
                         })
                         .await;
                 }
