@@ -9,7 +9,10 @@ use kcache_reflector::{Error, ListOptions, ListerWatcher, ObjectList, WatchStrea
 use kcache_store::{Compact, CompactCodec, ExpectedType, Object, PartialObjectMetadata};
 use serde::de::DeserializeOwned;
 
-use crate::decode::metadata::{ACCEPT_METADATA, ACCEPT_METADATA_LIST, metadata_objects};
+use crate::decode::metadata::{
+    ACCEPT_METADATA, ACCEPT_METADATA_LIST, ACCEPT_METADATA_LIST_PROTOBUF, ACCEPT_METADATA_PROTOBUF,
+    metadata_objects, metadata_proto_objects,
+};
 use crate::decode::protobuf::ACCEPT_PROTOBUF;
 use crate::decode::response::{Decoding, watch_guard};
 use crate::transport::request::{collection_url, get, resource_name};
@@ -270,7 +273,8 @@ impl<T> HttpListerWatcherBuilder<T> {
     /// `DynamicObject`, a serde type of a built-in kind). A resource the server answers in
     /// JSON instead (a custom resource) is read as JSON; the response's `Content-Type` decides.
     /// The list budget, item count, per-event limit and the skipping of undecodable objects
-    /// are the JSON path's. Compact and metadata-only lister-watchers keep asking for JSON.
+    /// are the JSON path's. A metadata-only lister-watcher asks for its metadata in protobuf
+    /// (served for every resource, custom ones included); a compact one keeps asking for JSON.
     ///
     /// ```no_run
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -303,7 +307,8 @@ impl HttpListerWatcherBuilder<PartialObjectMetadata> {
         let expected = self.inner.decoding.expected.r#type.clone().or_metadata();
         self.inner.decoding.expected.r#type = expected.clone();
         let skip = self.inner.decoding.options.skip_managed_fields;
-        self.inner.decoding.objects = Some(metadata_objects(expected, skip));
+        self.inner.decoding.objects = Some(metadata_objects(expected.clone(), skip));
+        self.inner.decoding.proto_objects = Some(metadata_proto_objects(expected, skip));
         self
     }
 }
@@ -335,9 +340,14 @@ where
         let mut request =
             get(&self.url(opts, false), self.client.user_agent()).map_err(Error::transport)?;
         if self.metadata_only() {
+            let accept = if self.decoding.asks_protobuf() {
+                ACCEPT_METADATA_LIST_PROTOBUF
+            } else {
+                ACCEPT_METADATA_LIST
+            };
             request
                 .headers_mut()
-                .insert(ACCEPT, HeaderValue::from_static(ACCEPT_METADATA_LIST));
+                .insert(ACCEPT, HeaderValue::from_static(accept));
         } else if self.decoding.asks_protobuf() {
             request
                 .headers_mut()
@@ -355,9 +365,14 @@ where
         let mut request =
             get(&self.url(opts, true), self.client.user_agent()).map_err(Error::transport)?;
         if self.metadata_only() {
+            let accept = if self.decoding.asks_protobuf() {
+                ACCEPT_METADATA_PROTOBUF
+            } else {
+                ACCEPT_METADATA
+            };
             request
                 .headers_mut()
-                .insert(ACCEPT, HeaderValue::from_static(ACCEPT_METADATA));
+                .insert(ACCEPT, HeaderValue::from_static(accept));
         } else if self.decoding.asks_protobuf() {
             request
                 .headers_mut()

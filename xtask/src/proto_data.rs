@@ -111,6 +111,37 @@ const OMIT_ZERO: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The `meta.k8s.io` kinds of metadata-only answers, which the published definitions leave out
+/// (they are conversions, served for every resource): `PartialObjectMetadata` (`metadata`, 1)
+/// and `PartialObjectMetadataList` (`metadata`, 1; `items`, 2). `v1beta1` names the same
+/// messages (its list holds `v1` items), so both versions map to them.
+fn add_metadata_definitions(defs: &mut Map<String, Value>) {
+    let kinds = |kind: &str| {
+        Value::Array(
+            ["v1", "v1beta1"]
+                .iter()
+                .map(|v| serde_json::json!({"group": "meta.k8s.io", "version": v, "kind": kind}))
+                .collect(),
+        )
+    };
+    let prefix = "io.k8s.apimachinery.pkg.apis.meta.v1";
+    defs.entry(format!("{prefix}.PartialObjectMetadata"))
+        .or_insert_with(|| {
+            serde_json::json!({
+                "properties": {"apiVersion": {}, "kind": {}, "metadata": {}},
+                "x-kubernetes-group-version-kind": kinds("PartialObjectMetadata"),
+            })
+        });
+    defs.entry(format!("{prefix}.PartialObjectMetadataList"))
+        .or_insert_with(|| {
+            serde_json::json!({
+                "properties": {"apiVersion": {}, "kind": {}, "metadata": {}, "items": {}},
+                "required": ["items"],
+                "x-kubernetes-group-version-kind": kinds("PartialObjectMetadataList"),
+            })
+        });
+}
+
 /// One field as prost declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ProstField {
@@ -132,7 +163,8 @@ pub(crate) fn run(root: &Path) -> Result<(), Failure> {
         .map_err(|e| Failure::new(format!("could not create {}: {e}", work.display())))?;
     let source = k8s_pb_source(&work)?;
     let defs_dir = work.join("definitions");
-    let defs = openapi_data::download_definitions(KUBERNETES, &defs_dir)?;
+    let mut defs = openapi_data::download_definitions(KUBERNETES, &defs_dir)?;
+    add_metadata_definitions(&mut defs);
     let messages = read_messages(&source)?;
     let text = generate(&messages, &defs);
     let path = root.join(OUTPUT);

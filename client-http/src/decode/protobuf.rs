@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -55,8 +56,30 @@ struct HeadMeta {
     annotations: Option<BTreeMap<String, String>>,
 }
 
+/// Builds objects from protobuf instead of serde alone: a metadata-only lister-watcher's, which
+/// names the resource's type on each (the JSON path's [`ObjectFn`](super::compact::ObjectFn)).
+pub(crate) type ProtoObjectFn<T> = Arc<
+    dyn Fn(&[u8], &'static Message, TypeMeta<'_>) -> Result<T, kcache_protobuf::Error>
+        + Send
+        + Sync,
+>;
+
+/// Decodes one object's message with `objects`, else with serde.
+fn decode_with<T: DeserializeOwned>(
+    objects: Option<&ProtoObjectFn<T>>,
+    raw: &[u8],
+    message: &'static Message,
+    type_meta: TypeMeta<'_>,
+    skip_managed_fields: bool,
+) -> Result<T, kcache_protobuf::Error> {
+    match objects {
+        Some(objects) => objects(raw, message, type_meta),
+        None => decode_object(raw, message, type_meta, skip_managed_fields),
+    }
+}
+
 /// Decodes one object's message.
-fn decode_object<T: DeserializeOwned>(
+pub(crate) fn decode_object<T: DeserializeOwned>(
     raw: &[u8],
     message: &'static Message,
     type_meta: TypeMeta<'_>,
@@ -122,6 +145,7 @@ impl<'a> ProtoListDecoder<'a> {
         &mut self,
         chunk: &[u8],
         list: &mut ObjectList<T>,
+        objects: Option<&ProtoObjectFn<T>>,
     ) -> Result<(), Error> {
         self.received = self.received.saturating_add(chunk.len());
         self.reader.push(chunk);
@@ -131,7 +155,7 @@ impl<'a> ProtoListDecoder<'a> {
                     self.type_meta = Some((api_version, item_kind(&kind).to_owned()));
                 }
                 ListPart::Metadata(bytes) => read_list_meta(&bytes, list)?,
-                ListPart::Item(bytes) => self.item(&bytes, list)?,
+                ListPart::Item(bytes) => self.item(&bytes, list, objects)?,
             }
         }
         Ok(())
@@ -141,6 +165,7 @@ impl<'a> ProtoListDecoder<'a> {
         &self,
         bytes: &[u8],
         list: &mut ObjectList<T>,
+        objects: Option<&ProtoObjectFn<T>>,
     ) -> Result<(), Error> {
         let index = list.items.len() + list.skipped.len();
         if index >= self.max_objects {
@@ -161,7 +186,7 @@ impl<'a> ProtoListDecoder<'a> {
         };
         let type_meta = TypeMeta { api_version, kind };
         let context = format!("list item {index}");
-        match decode_object::<T>(bytes, message, type_meta, self.skip_managed_fields) {
+        match decode_with(objects, bytes, message, type_meta, self.skip_managed_fields) {
             Ok(object) => match self.expected.refusal(&object) {
                 None => list.items.push(object),
                 Some(why) => list
@@ -212,6 +237,7 @@ fn read_list_meta<T>(bytes: &[u8], list: &mut ObjectList<T>) -> Result<(), Error
 /// Reads a whole protobuf list response as it arrives.
 pub(crate) async fn read_list<T: DeserializeOwned + Object>(
     mut body: ResponseBody,
+    objects: Option<&ProtoObjectFn<T>>,
     expected: &Expected,
     skip_managed_fields: bool,
     max_bytes: usize,
@@ -227,7 +253,7 @@ pub(crate) async fn read_list<T: DeserializeOwned + Object>(
                 "the list response is larger than the limit of {max_bytes} bytes"
             )));
         }
-        decoder.feed(&chunk, &mut list)?;
+        decoder.feed(&chunk, &mut list, objects)?;
     }
     decoder.finish(list)
 }
@@ -235,6 +261,7 @@ pub(crate) async fn read_list<T: DeserializeOwned + Object>(
 /// Decodes the event of one watch frame.
 fn decode_event<T: DeserializeOwned + Object>(
     payload: &[u8],
+    objects: Option<&ProtoObjectFn<T>>,
     skip_managed_fields: bool,
     expected: &Expected,
 ) -> Result<WatchEvent<T>, Error> {
@@ -284,8 +311,14 @@ fn decode_event<T: DeserializeOwned + Object>(
                     return Err(bad(format!("unknown watch event type `{other}`"), None));
                 }
             };
-            let object: T = decode_object(env.raw, message, env.type_meta(), skip_managed_fields)
-                .map_err(|e| {
+            let object: T = decode_with(
+                objects,
+                env.raw,
+                message,
+                env.type_meta(),
+                skip_managed_fields,
+            )
+            .map_err(|e| {
                 Error::decode(
                     DecodeError::new("watch event", e.to_string())
                         .with_event_type(Some(event_type))
@@ -308,6 +341,7 @@ fn decode_event<T: DeserializeOwned + Object>(
 /// A protobuf watch body as the reflector's stream of events.
 struct ProtoWatch<T> {
     body: ResponseBody,
+    objects: Option<ProtoObjectFn<T>>,
     frames: FrameReader,
     skip_managed_fields: bool,
     expected: Expected,
@@ -329,6 +363,7 @@ impl<T: DeserializeOwned + Object> Stream for ProtoWatch<T> {
                 Ok(Some(payload)) => {
                     return Poll::Ready(Some(decode_event(
                         payload,
+                        this.objects.as_ref(),
                         this.skip_managed_fields,
                         &this.expected,
                     )));
@@ -370,6 +405,7 @@ impl<T: DeserializeOwned + Object> Stream for ProtoWatch<T> {
 /// The reflector's stream of a protobuf watch body.
 pub(crate) fn watch_stream<T: DeserializeOwned + Object + Send + 'static>(
     body: ResponseBody,
+    objects: Option<ProtoObjectFn<T>>,
     max_event_size: usize,
     skip_managed_fields: bool,
     expected: Expected,
@@ -377,6 +413,7 @@ pub(crate) fn watch_stream<T: DeserializeOwned + Object + Send + 'static>(
 ) -> WatchStream<T> {
     Box::pin(ProtoWatch::<T> {
         body,
+        objects,
         frames: FrameReader::new(max_event_size),
         skip_managed_fields,
         expected,

@@ -18,6 +18,7 @@ use crate::decode::DecodeOptions;
 use crate::decode::compact::ObjectFn;
 use crate::decode::expect::Expected;
 use crate::decode::list::ListDecoder;
+use crate::decode::protobuf::ProtoObjectFn;
 use crate::decode::watch::{Check, DEFAULT_MAX_EVENT_SIZE, WatchDecoder, watch_stream};
 use crate::transport::ResponseBody;
 
@@ -41,7 +42,10 @@ pub(crate) struct Decoding<T> {
     pub(crate) options: DecodeOptions,
     /// Builds objects instead of serde: a compact lister-watcher's shared codec.
     pub(crate) objects: Option<ObjectFn<T>>,
-    /// Ask for protobuf (JSON as the fallback); only when `objects` is `None`.
+    /// Builds objects from protobuf: a metadata-only lister-watcher's.
+    pub(crate) proto_objects: Option<ProtoObjectFn<T>>,
+    /// Ask for protobuf (JSON as the fallback); only when `objects` is `None` or
+    /// `proto_objects` is set.
     pub(crate) protobuf: bool,
 }
 
@@ -54,6 +58,7 @@ impl<T> Default for Decoding<T> {
             expected: Expected::default(),
             options: DecodeOptions::default(),
             objects: None,
+            proto_objects: None,
             protobuf: false,
         }
     }
@@ -68,6 +73,7 @@ impl<T> Clone for Decoding<T> {
             expected: self.expected.clone(),
             options: self.options,
             objects: self.objects.clone(),
+            proto_objects: self.proto_objects.clone(),
             protobuf: self.protobuf,
         }
     }
@@ -82,8 +88,16 @@ impl<T> fmt::Debug for Decoding<T> {
             .field("expected", &self.expected)
             .field("options", &self.options)
             .field("compact", &self.objects.is_some())
+            .field("proto_objects", &self.proto_objects.is_some())
             .field("protobuf", &self.protobuf)
             .finish()
+    }
+}
+
+impl<T> Decoding<T> {
+    /// Whether requests ask for protobuf.
+    pub(crate) fn asks_protobuf(&self) -> bool {
+        self.protobuf && (self.objects.is_none() || self.proto_objects.is_some())
     }
 }
 
@@ -115,15 +129,6 @@ impl<T: DeserializeOwned + Object> Decoding<T> {
         decoder.finish()
     }
 
-    /// The reflector's stream of a watch response body; `guard` ends it (cleanly) if the server
-    /// has not ended it by then. An object of another type or namespace than `expected` is an
-    /// undecodable one ([`Error::Decode`] with its identity: the reflector leaves that key out
-    /// and goes on).
-    /// Whether requests ask for protobuf.
-    pub(crate) fn asks_protobuf(&self) -> bool {
-        self.protobuf && self.objects.is_none()
-    }
-
     /// A list response of either encoding, by its `Content-Type`.
     pub(crate) async fn list_typed(
         &self,
@@ -136,6 +141,7 @@ impl<T: DeserializeOwned + Object> Decoding<T> {
         if crate::decode::protobuf::is_protobuf(content_type.as_deref()) {
             crate::decode::protobuf::read_list(
                 body,
+                self.proto_objects.as_ref(),
                 &self.expected,
                 self.options.skip_managed_fields,
                 self.max_list_bytes,
@@ -160,6 +166,7 @@ impl<T: DeserializeOwned + Object> Decoding<T> {
         if crate::decode::protobuf::is_protobuf(content_type) {
             crate::decode::protobuf::watch_stream(
                 body,
+                self.proto_objects.clone(),
                 self.max_event_size,
                 self.options.skip_managed_fields,
                 self.expected.clone(),
@@ -170,6 +177,10 @@ impl<T: DeserializeOwned + Object> Decoding<T> {
         }
     }
 
+    /// The reflector's stream of a watch response body; `guard` ends it (cleanly) if the server
+    /// has not ended it by then. An object of another type or namespace than `expected` is an
+    /// undecodable one ([`Error::Decode`] with its identity: the reflector leaves that key out
+    /// and goes on).
     pub(crate) fn watch(&self, body: ResponseBody, guard: Option<Duration>) -> WatchStream<T> {
         let decoder = WatchDecoder::new()
             .max_event_size(self.max_event_size)

@@ -17,7 +17,11 @@ use serde::de::DeserializeOwned;
 
 use crate::BoxError;
 use crate::config::{DEFAULT_LIST_TIMEOUT, DEFAULT_WATCH_TIMEOUT_SLACK};
-use crate::decode::metadata::{ACCEPT_METADATA, ACCEPT_METADATA_LIST, metadata_objects};
+use crate::decode::metadata::{
+    ACCEPT_METADATA, ACCEPT_METADATA_LIST, ACCEPT_METADATA_LIST_PROTOBUF, ACCEPT_METADATA_PROTOBUF,
+    metadata_objects, metadata_proto_objects,
+};
+use crate::decode::protobuf::ACCEPT_PROTOBUF;
 use crate::decode::response::{Decoding, watch_guard};
 use crate::kube::error_from_kube;
 use crate::transport::ResponseBody;
@@ -131,6 +135,15 @@ impl<T> KubeListerWatcherBuilder<T> {
         self
     }
 
+    /// Ask for Kubernetes' protobuf encoding, JSON named as the fallback, as
+    /// [`HttpListerWatcherBuilder::protobuf`](crate::HttpListerWatcherBuilder::protobuf) does
+    /// (the same decoders read the answer, by its `Content-Type`); metadata-only ones ask for
+    /// their metadata in protobuf, compact ones keep asking for JSON.
+    pub fn protobuf(mut self) -> Self {
+        self.inner.decoding.protobuf = true;
+        self
+    }
+
     /// The lister-watcher.
     pub fn build(self) -> KubeListerWatcher<T> {
         self.inner
@@ -159,7 +172,8 @@ impl KubeListerWatcherBuilder<PartialObjectMetadata> {
         let expected = self.inner.decoding.expected.r#type.clone().or_metadata();
         self.inner.decoding.expected.r#type = expected.clone();
         let skip = self.inner.decoding.options.skip_managed_fields;
-        self.inner.decoding.objects = Some(metadata_objects(expected, skip));
+        self.inner.decoding.objects = Some(metadata_objects(expected.clone(), skip));
+        self.inner.decoding.proto_objects = Some(metadata_proto_objects(expected, skip));
         self
     }
 }
@@ -258,9 +272,13 @@ impl<T> KubeListerWatcher<T> {
         let mut uri = String::with_capacity(self.path.len() + 128);
         uri.push_str(&self.path);
         push_query(&mut uri, opts, watch);
+        let protobuf = self.decoding.asks_protobuf();
         let accept = match (self.decoding.expected.r#type.accepts_metadata(), watch) {
+            (false, _) if protobuf => ACCEPT_PROTOBUF,
             (false, _) => ACCEPT_JSON,
+            (true, false) if protobuf => ACCEPT_METADATA_LIST_PROTOBUF,
             (true, false) => ACCEPT_METADATA_LIST,
+            (true, true) if protobuf => ACCEPT_METADATA_PROTOBUF,
             (true, true) => ACCEPT_METADATA,
         };
         http::Request::get(uri)
@@ -271,14 +289,22 @@ impl<T> KubeListerWatcher<T> {
             .map_err(Error::transport)
     }
 
-    /// Sends `request` and returns the body of a 2xx answer; any other answer is an
-    /// [`Error::Api`] with its `Status`, read as client-http reads one.
-    async fn send(&self, request: http::Request<Body>) -> Result<ResponseBody, Error> {
+    /// Sends `request` and returns the `Content-Type` and body of a 2xx answer; any other
+    /// answer is an [`Error::Api`] with its `Status`, read as client-http reads one.
+    async fn send(
+        &self,
+        request: http::Request<Body>,
+    ) -> Result<(Option<String>, ResponseBody), Error> {
         let response = self.client.send(request).await.map_err(error_from_kube)?;
         let (parts, body) = response.into_parts();
         let body: ResponseBody = Box::pin(body.into_data_stream().map_err(BoxError::from));
         if parts.status.is_success() {
-            Ok(body)
+            let content_type = parts
+                .headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            Ok((content_type, body))
         } else {
             let response = http::Response::from_parts(parts, body);
             Err(Error::api(error_status(response).await))
@@ -299,14 +325,14 @@ fn namespace_of(path: &str) -> Option<&str> {
 #[async_trait::async_trait]
 impl<T> ListerWatcher<T> for KubeListerWatcher<T>
 where
-    T: Object + DeserializeOwned,
+    T: Object + DeserializeOwned + Send + 'static,
 {
     async fn list(&self, opts: &ListOptions) -> Result<ObjectList<T>, Error> {
         let request = self.request(opts, false)?;
         within(self.list_timeout, async {
-            let body = self.send(request).await?;
+            let (content_type, body) = self.send(request).await?;
             // Decoded as it arrives: the body is never held whole beside its objects.
-            self.decoding.list(body).await
+            self.decoding.list_typed(content_type, body).await
         })
         .await
     }
@@ -315,9 +341,11 @@ where
         let request = self.request(opts, true)?;
         // Only opening the watch is bounded; the stream itself lasts as long as the server
         // keeps it, with a guard a little past `timeoutSeconds`.
-        let body = within(self.list_timeout, self.send(request)).await?;
+        let (content_type, body) = within(self.list_timeout, self.send(request)).await?;
         let guard = watch_guard(opts.timeout_seconds, self.watch_timeout_slack);
-        Ok(self.decoding.watch(body, guard))
+        Ok(self
+            .decoding
+            .watch_typed(content_type.as_deref(), body, guard))
     }
 
     /// `plural` or `plural.group` (`pods`, `deployments.apps`), for the reflector's logs.

@@ -127,3 +127,106 @@ async fn compact_metadata_keeps_the_metadata_form_compact() {
         Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json")
     );
 }
+
+/// An enveloped protobuf object from its JSON form (list items lose their type, as on the
+/// wire).
+fn protobuf(value: &serde_json::Value) -> Vec<u8> {
+    let mut value = value.clone();
+    for item in value
+        .get_mut("items")
+        .and_then(serde_json::Value::as_array_mut)
+        .into_iter()
+        .flatten()
+    {
+        let item = item.as_object_mut().unwrap();
+        item.remove("apiVersion");
+        item.remove("kind");
+    }
+    kcache_protobuf::envelope::encode_object(&value).unwrap()
+}
+
+#[tokio::test]
+async fn metadata_in_protobuf_decodes_as_the_json_form_does() {
+    let server = ScriptedServer::start(|req| {
+        if req.is_list() {
+            let body = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"resourceVersion": "10"}, "items": [partial("a", "8"), partial("b", "9")]});
+            Reply::protobuf(200, protobuf(&body))
+        } else {
+            let mut frames = Vec::new();
+            for (event_type, object) in [
+                ("MODIFIED", partial("a", "11")),
+                // A server that ignores `as=`: the whole object, decoded alike.
+                ("ADDED", json!({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": "c", "namespace": "web", "resourceVersion": "12"},
+                    "data": {"k": "dg=="}, "type": "Opaque"})),
+                // Another type: refused with its identity.
+                ("ADDED", json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "d", "namespace": "web", "resourceVersion": "13"}})),
+            ] {
+                let mut frame = Vec::new();
+                kcache_protobuf::frames::write_event(event_type, &protobuf(&object), &mut frame);
+                frames.push(bytes::Bytes::from(frame));
+            }
+            Reply::protobuf_stream(200, futures_util::stream::iter(frames))
+        }
+    })
+    .await
+    .unwrap();
+    let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+    let lw = HttpListerWatcher::<PartialObjectMetadata>::builder(client, secrets())
+        .kind("Secret")
+        .metadata_only()
+        .protobuf()
+        .build();
+    let list = lw.list(&ListOptions::default()).await.unwrap();
+    assert_eq!(list.resource_version, "10");
+    let json_list: Vec<PartialObjectMetadata> = ["a", "b"]
+        .iter()
+        .zip(["8", "9"])
+        .map(|(name, rv)| {
+            let mut object: PartialObjectMetadata =
+                serde_json::from_value(partial(name, rv)).unwrap();
+            object.metadata.other.remove("managedFields");
+            object.api_version = Some("v1".into());
+            object.kind = Some("Secret".into());
+            object
+        })
+        .collect();
+    assert_eq!(list.items, json_list);
+
+    let mut watch = lw.watch(&ListOptions::default()).await.unwrap();
+    match watch.next().await {
+        Some(Ok(WatchEvent::Modified(a))) => {
+            assert_eq!(a.resource_version(), Some("11"));
+            assert_eq!(a.kind.as_deref(), Some("Secret"));
+            assert!(!a.metadata.other.contains_key("managedFields"));
+        }
+        other => panic!("expected the MODIFIED event, got {other:?}"),
+    }
+    match watch.next().await {
+        Some(Ok(WatchEvent::Added(c))) => {
+            assert_eq!((c.name(), c.kind.as_deref()), (Some("c"), Some("Secret")));
+        }
+        other => panic!("expected the whole Secret, got {other:?}"),
+    }
+    match watch.next().await {
+        Some(Err(e)) => assert!(e.to_string().contains("ConfigMap"), "{e}"),
+        other => panic!("expected the ConfigMap refused, got {other:?}"),
+    }
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].accept.as_deref(),
+        Some(
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,\
+             application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+        )
+    );
+    assert_eq!(
+        requests[1].accept.as_deref(),
+        Some(
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,\
+             application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+        )
+    );
+}

@@ -44,6 +44,8 @@ pub enum Form {
     TypedProtobuf,
     Compact,
     Metadata,
+    /// `PartialObjectMetadata`s from a metadata-only lister-watcher that asks for protobuf.
+    MetadataProtobuf,
     MetadataCompact,
 }
 
@@ -86,7 +88,7 @@ pub struct Row {
     pub which: Which,
 }
 
-use Form::{Compact, Metadata, MetadataCompact, Typed, TypedProtobuf};
+use Form::{Compact, Metadata, MetadataCompact, MetadataProtobuf, Typed, TypedProtobuf};
 use ListMode::{Paginated, Streaming};
 
 const fn kube(list: ListMode, own_thread: bool) -> Which {
@@ -144,6 +146,7 @@ pub const ROWS: &[Row] = &[
     row("kube-rs-metadata", "kube-rs metadata_watcher, paginated", Which::KubeRsMetadata { list: Paginated }),
     row("metadata", "kcache PartialObjectMetadata (metadata only, streaming, run)", kcache(Metadata, Streaming, true, false)),
     row("metadata-paged", "kcache PartialObjectMetadata, paginated", kcache(Metadata, Paginated, true, false)),
+    row("metadata-protobuf", "kcache PartialObjectMetadata over protobuf (streaming, run)", kcache(MetadataProtobuf, Streaming, true, false)),
     row("metadata-compact", "kcache Compact<PartialObjectMetadata> (metadata only, streaming, run)", kcache(MetadataCompact, Streaming, true, false)),
     row("protobuf", "kcache Pod over protobuf (streaming, run)", kcache(TypedProtobuf, Streaming, true, false)),
 ];
@@ -308,15 +311,21 @@ pub async fn start(which: Which, target: &Target) -> Result<Running, BoxError> {
                 };
                 start_kcache(lw, list, inline, seen, cancel).await
             }
-            Metadata => {
+            Metadata | MetadataProtobuf => {
                 let lw: Arc<dyn ListerWatcher<PartialObjectMetadata>> = match backend {
-                    Backend::Http => Arc::new(
-                        HttpListerWatcher::<PartialObjectMetadata>::metadata_of::<Pod>(
-                            Client::new(target.kcache_config()?)?,
-                        )
-                        .all_namespaces()
-                        .build(),
-                    ),
+                    Backend::Http => {
+                        let builder =
+                            HttpListerWatcher::<PartialObjectMetadata>::metadata_of::<Pod>(
+                                Client::new(target.kcache_config()?)?,
+                            )
+                            .all_namespaces();
+                        let builder = if form == MetadataProtobuf {
+                            builder.protobuf()
+                        } else {
+                            builder
+                        };
+                        Arc::new(builder.build())
+                    }
                     Backend::Kube => Arc::new(
                         KubeListerWatcher::<PartialObjectMetadata>::metadata(
                             kube_pods(target).await?,

@@ -12,12 +12,12 @@
 //!
 //! Seeds of 0 (mod 4) cache compact objects (`Compact<DynamicObject>`: metadata decoded, the
 //! rest compressed), of 1 typed ones (`DynamicObject`), of 2 metadata only
-//! (`PartialObjectMetadata` from metadata-only lists and watches), of 3 typed ones read in
-//! protobuf (lists, watch frames and their faults in Kubernetes' protobuf encoding): every form
-//! must pass the same checks. Seeds whose `seed / 4` is even run over client-http's own client,
-//! the others over kube-rs's (`KubeListerWatcher`; protobuf seeds always over client-http,
-//! which alone reads it): both backends must pass them too, and the default eight seeds cover
-//! each form on each backend it runs on.
+//! (`PartialObjectMetadata` from metadata-only lists and watches), of 3 typed ones or metadata
+//! only read in protobuf (lists, watch frames and their faults in Kubernetes' protobuf
+//! encoding), alternately: every form must pass the same checks. Seeds whose `seed / 4` is
+//! even run over client-http's own client, the others over kube-rs's (`KubeListerWatcher`):
+//! both backends must pass them too. The default eight seeds cover each JSON form on each
+//! backend and each protobuf form on one (sixteen seeds cover both on both).
 //!
 //! `KCACHE_CHAOS_SEEDS=N` (or `cargo xtask chaos --seeds N`) runs N seeds; the test command
 //! runs a few. A failure prints its seed; `KCACHE_CHAOS_SEED=S` replays one.
@@ -365,9 +365,20 @@ async fn run_seed(seed: u64) {
             run_form::<PartialObjectMetadata>(seed, "metadata", backend, Backend::metadata_pods)
                 .await;
         }
+        // Typed or metadata only, alternating over the backends: seed 3 typed over
+        // client-http, 7 metadata over kube-rs's client, 11 metadata over client-http, 15
+        // typed over kube-rs's.
+        _ if (seed / 4 + seed / 8).is_multiple_of(2) => {
+            run_form::<DynamicObject>(seed, "protobuf", backend, Backend::protobuf_pods).await;
+        }
         _ => {
-            run_form::<DynamicObject>(seed, "protobuf", Backend::Http, Backend::protobuf_pods)
-                .await;
+            run_form::<PartialObjectMetadata>(
+                seed,
+                "metadata-protobuf",
+                backend,
+                Backend::metadata_protobuf_pods,
+            )
+            .await;
         }
     }
 }

@@ -1,4 +1,5 @@
-//! A metadata-only informer against the fake API server, on both backends: secrets cached as
+//! A metadata-only informer against the fake API server, on both backends, in JSON and in
+//! protobuf: secrets cached as
 //! `PartialObjectMetadata` (no `data`), each naming `v1` `Secret`, kept in line with the server
 //! through a label change and a delete, and the cache equal to the server's names.
 
@@ -26,23 +27,42 @@ fn secret(name: &str, app: &str) -> DynamicObject {
     .unwrap()
 }
 
-fn lister_watcher(backend: Backend, url: &str) -> Arc<dyn ListerWatcher<PartialObjectMetadata>> {
+fn lister_watcher(
+    backend: Backend,
+    protobuf: bool,
+    url: &str,
+) -> Arc<dyn ListerWatcher<PartialObjectMetadata>> {
     match backend {
-        Backend::Http => Arc::new(
-            HttpListerWatcher::<PartialObjectMetadata>::builder(
+        Backend::Http => {
+            let builder = HttpListerWatcher::<PartialObjectMetadata>::builder(
                 http_client(url),
                 ApiResource::new("", "v1", "secrets", true),
             )
             .kind("Secret")
-            .metadata_only()
-            .build(),
-        ),
-        Backend::Kube => Arc::new(
-            KubeListerWatcher::<PartialObjectMetadata>::metadata(kube_client::Api::<Secret>::all(
-                kube_client(url),
-            ))
-            .build(),
-        ),
+            .metadata_only();
+            Arc::new(
+                if protobuf {
+                    builder.protobuf()
+                } else {
+                    builder
+                }
+                .build(),
+            )
+        }
+        Backend::Kube => {
+            let builder =
+                KubeListerWatcher::<PartialObjectMetadata>::metadata(
+                    kube_client::Api::<Secret>::all(kube_client(url)),
+                );
+            Arc::new(
+                if protobuf {
+                    builder.protobuf()
+                } else {
+                    builder
+                }
+                .build(),
+            )
+        }
     }
 }
 
@@ -59,13 +79,16 @@ async fn eventually(what: &str, done: impl Fn() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_metadata_only_informer_caches_secrets_without_their_data() {
-    for backend in BACKENDS {
+    // Each backend in JSON and in protobuf.
+    let runs = BACKENDS.into_iter().flat_map(|b| [(b, false), (b, true)]);
+    for (backend, protobuf) in runs {
         let server = FakeApiServer::start().await.unwrap();
         let secrets = ServedResource::secrets();
         for name in ["a", "b", "c"] {
             server.create(&secrets, secret(name, "web")).unwrap();
         }
-        let informer = SharedIndexInformer::builder(lister_watcher(backend, server.url())).build();
+        let informer =
+            SharedIndexInformer::builder(lister_watcher(backend, protobuf, server.url())).build();
         let cancel = CancellationToken::new();
         let running = tokio::spawn({
             let (informer, cancel) = (informer.clone(), cancel.clone());
@@ -103,6 +126,18 @@ async fn a_metadata_only_informer_caches_secrets_without_their_data() {
                     .is_some_and(|b| b.labels().map(|l| l["app"].as_str()) == Some("db"))
         })
         .await;
+        // Every list and watch asked for the metadata, in protobuf first when told to.
+        let requests = server.requests();
+        assert!(!requests.is_empty());
+        for request in requests {
+            let accept = request.accept.unwrap_or_default();
+            let wanted = if protobuf {
+                "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata"
+            } else {
+                "application/json;as=PartialObjectMetadata"
+            };
+            assert!(accept.starts_with(wanted), "{backend}: {accept}");
+        }
         cancel.cancel();
         running.await.unwrap().unwrap();
         server.shutdown().await;

@@ -101,8 +101,28 @@ impl Backend {
         }
     }
 
-    /// Pods of every namespace at plain-HTTP `url`, asked for in protobuf (client-http only:
-    /// the `kube` backend reads JSON, so it gets the plain lister-watcher).
+    /// Pods of every namespace at plain-HTTP `url`, metadata only in protobuf.
+    pub(crate) fn metadata_protobuf_pods(
+        self,
+        url: &str,
+    ) -> Arc<dyn ListerWatcher<PartialObjectMetadata>> {
+        match self {
+            Self::Http => Arc::new(
+                HttpListerWatcher::<PartialObjectMetadata>::builder(http_client(url), pods())
+                    .kind("Pod")
+                    .metadata_only()
+                    .protobuf()
+                    .build(),
+            ),
+            Self::Kube => Arc::new(
+                KubeListerWatcher::<PartialObjectMetadata>::metadata(kube_pods(url))
+                    .protobuf()
+                    .build(),
+            ),
+        }
+    }
+
+    /// Pods of every namespace at plain-HTTP `url`, asked for in protobuf.
     pub(crate) fn protobuf_pods<T>(self, url: &str) -> Arc<dyn ListerWatcher<T>>
     where
         T: Object + DeserializeOwned + Send + 'static,
@@ -114,7 +134,11 @@ impl Backend {
                     .protobuf()
                     .build(),
             ),
-            Self::Kube => self.pods(url),
+            Self::Kube => Arc::new(
+                KubeListerWatcher::builder(kube_pods(url))
+                    .protobuf()
+                    .build(),
+            ),
         }
     }
 

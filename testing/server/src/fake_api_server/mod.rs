@@ -404,7 +404,8 @@ impl FakeApiServerBuilder {
     }
 
     /// Encode every object of a built-in kind in protobuf when it is written, as its JSON is,
-    /// instead of when a protobuf watch first sends it (default false). kube-apiserver's watch
+    /// and every object's metadata for metadata-only protobuf answers, instead of when a
+    /// protobuf watch first sends it (default false). kube-apiserver's watch
     /// cache encodes each event once per encoding; a benchmark that times the clients, not the
     /// server, turns this on so that protobuf watches cost the server no more than JSON ones.
     #[must_use]

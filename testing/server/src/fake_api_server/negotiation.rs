@@ -6,8 +6,10 @@
 //! `v=v1` or `v1beta1`, metadata only ([`partial_metadata`](super::partial_metadata)).
 //! `application/vnd.kubernetes.protobuf` without conversion parameters is the object in
 //! protobuf ([`protobuf`](super::protobuf)) for a kind the protobuf table has, built-in kinds;
-//! for custom resources, which have no protobuf encoding, it is skipped. A range asking for
-//! another conversion (metadata or a Table in protobuf), or for another media type (YAML,
+//! for custom resources, which have no protobuf encoding, it is skipped. With the metadata
+//! parameters it is the metadata in protobuf, for every resource (kube-apiserver encodes its
+//! `meta.k8s.io` conversions in protobuf for custom resources too). A range asking for
+//! another conversion (a Table in protobuf), or for another media type (YAML,
 //! CBOR), is skipped too: clients list their preferences with JSON as the fallback. When no
 //! range is left, the answer is kube-apiserver's 406 naming the media types it serves for the
 //! kind.
@@ -31,6 +33,15 @@ pub(crate) enum Format {
 }
 
 impl Format {
+    /// Whether the answer is in protobuf (the object, or its metadata).
+    pub(crate) fn is_protobuf(self) -> bool {
+        match self {
+            Self::Protobuf => true,
+            Self::Partial(partial) => partial.protobuf,
+            Self::Json | Self::Table => false,
+        }
+    }
+
     /// The format of a write's answer: Tables are for reads (a write answers the object).
     pub(crate) fn for_writes(self) -> Self {
         match self {
@@ -81,6 +92,16 @@ pub(crate) fn negotiate(
                     return Ok(Format::Partial(partial));
                 }
             }
+            protobuf::MEDIA_TYPE if as_kind.is_some() => {
+                // Metadata conversions are served in protobuf for every resource; Tables in
+                // protobuf are not served here (the next range is tried).
+                if let Some(partial) = Partial::from_params(as_kind, group, version) {
+                    return Ok(Format::Partial(Partial {
+                        protobuf: true,
+                        ..partial
+                    }));
+                }
+            }
             protobuf::MEDIA_TYPE
                 if as_kind.is_none()
                     && group.is_none()
@@ -124,27 +145,34 @@ mod tests {
 
     #[test]
     fn metadata_ranges_and_their_fallbacks() {
-        let v1_list = Format::Partial(Partial {
+        let v1_list = Partial {
             list: true,
             version: MetaVersion::V1,
-        });
+            protobuf: false,
+        };
         assert_eq!(
             format("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"),
-            Ok(v1_list)
+            Ok(Format::Partial(v1_list))
+        );
+        let in_protobuf = format(
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;\
+             v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,\
+             application/json",
         );
         assert_eq!(
-            format(
-                "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;\
-                 v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,\
-                 application/json"
-            ),
-            Ok(v1_list)
+            in_protobuf,
+            Ok(Format::Partial(Partial {
+                protobuf: true,
+                ..v1_list
+            }))
         );
+        assert!(in_protobuf.unwrap().is_protobuf());
         assert_eq!(
             format("application/json; as=PartialObjectMetadata; v=v1beta1; g=meta.k8s.io"),
             Ok(Format::Partial(Partial {
                 list: false,
                 version: MetaVersion::V1beta1,
+                protobuf: false,
             }))
         );
         assert_eq!(
@@ -188,6 +216,13 @@ mod tests {
             Err(406)
         );
         assert_eq!(custom("application/vnd.kubernetes.protobuf"), Err(406));
+        // Metadata is served in protobuf for custom resources too.
+        assert!(
+            custom(
+                "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+            )
+            .is_ok_and(Format::is_protobuf)
+        );
         assert_eq!(
             custom("application/vnd.kubernetes.protobuf, */*"),
             Ok(Format::Json)

@@ -59,6 +59,9 @@ pub(crate) struct Partial {
     pub(crate) list: bool,
     /// The `v` parameter.
     pub(crate) version: MetaVersion,
+    /// Asked in protobuf (`application/vnd.kubernetes.protobuf;as=...`): served for every
+    /// resource, custom ones included, as kube-apiserver serves its `meta.k8s.io` conversions.
+    pub(crate) protobuf: bool,
 }
 
 impl Partial {
@@ -83,7 +86,11 @@ impl Partial {
             "v1beta1" => MetaVersion::V1beta1,
             _ => return None,
         };
-        Some(Self { list, version })
+        Some(Self {
+            list,
+            version,
+            protobuf: false,
+        })
     }
 
     /// The version of a list's answer; 406 when one object's metadata was asked for.
@@ -140,6 +147,20 @@ pub(crate) fn write_object(out: &mut Vec<u8>, version: MetaVersion, stored: &Sto
     out.extend_from_slice(b"\",\"metadata\":");
     out.extend_from_slice(metadata);
     out.push(b'}');
+}
+
+/// Appends the enveloped protobuf `PartialObjectMetadata` of `stored` (its `metadata`, field
+/// 1); `None` when its metadata has no protobuf form.
+pub(crate) fn write_protobuf_object(
+    out: &mut Vec<u8>,
+    version: MetaVersion,
+    stored: &Stored,
+) -> Option<()> {
+    let metadata = stored.metadata_protobuf()?;
+    let mut raw = Vec::with_capacity(metadata.len() + 8);
+    kcache_protobuf::wire::put_bytes(&mut raw, 1, metadata);
+    kcache_protobuf::envelope::write(version.api_version(), KIND, &raw, out);
+    Some(())
 }
 
 /// The body of one object's `PartialObjectMetadata`.
@@ -202,7 +223,8 @@ mod tests {
             v1,
             Some(Partial {
                 list: false,
-                version: MetaVersion::V1
+                version: MetaVersion::V1,
+                protobuf: false,
             })
         );
         let beta = Partial::from_params(Some(LIST_KIND), Some(GROUP), Some("v1beta1"));

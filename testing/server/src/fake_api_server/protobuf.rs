@@ -86,7 +86,7 @@ fn encode_json(json: &[u8]) -> Result<Vec<u8>, Error> {
 
 /// A response with status `code`, `Content-Type: application/vnd.kubernetes.protobuf` and
 /// `body`.
-fn protobuf_response(code: u16, body: impl Into<Bytes>) -> Response<ResponseBody> {
+pub(crate) fn protobuf_response(code: u16, body: impl Into<Bytes>) -> Response<ResponseBody> {
     let mut resp = Response::new(ResponseBody::full(body));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
     resp.headers_mut()

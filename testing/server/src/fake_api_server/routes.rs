@@ -52,7 +52,19 @@ fn object_response(
             json_response(code, serde_json::to_vec(&t).unwrap_or_default())
         }
         Format::Partial(partial) => match partial.for_object(resource) {
+            Ok(version) if partial.protobuf => {
+                let mut body = Vec::new();
+                match partial_metadata::write_protobuf_object(&mut body, version, stored) {
+                    Some(()) => protobuf::protobuf_response(code, body),
+                    None => encoded_response(
+                        code,
+                        partial_metadata::object_body(version, stored),
+                        format,
+                    ),
+                }
+            }
             Ok(version) => json_response(code, partial_metadata::object_body(version, stored)),
+            Err(e) if partial.protobuf => protobuf::error_response(&e),
             Err(e) => error_response(&e),
         },
         Format::Json | Format::Protobuf => {
@@ -65,7 +77,7 @@ fn object_response(
 
 /// A response with status `code` and the JSON answer `json`, in protobuf when `format` is.
 fn encoded_response(code: u16, json: Vec<u8>, format: Format) -> Response<ResponseBody> {
-    if format == Format::Protobuf {
+    if format.is_protobuf() {
         protobuf::response(code, json)
     } else {
         json_response(code, json)
@@ -96,6 +108,10 @@ pub(crate) async fn handle(
                     (name.as_str().to_owned(), value)
                 })
                 .collect(),
+            accept: req
+                .headers()
+                .get(header::ACCEPT)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
         };
         let limit = shared.config.request_log_limit;
         shared.lock().log_request(record, limit);
@@ -157,7 +173,7 @@ async fn route(
     // Errors from here on are in the format negotiated: a `Status` in protobuf for a protobuf
     // request, as kube-apiserver answers them.
     let err = |e: ApiError| {
-        if format == Format::Protobuf {
+        if format.is_protobuf() {
             protobuf::error_response(&e)
         } else {
             error_response(&e)

@@ -144,6 +144,8 @@ pub struct RequestRecord {
     pub version: String,
     /// The `Impersonate-*` headers, names in lower case, in the order received.
     pub impersonation: Vec<(String, String)>,
+    /// The `Accept` header, if sent.
+    pub accept: Option<String>,
 }
 
 impl RequestRecord {
@@ -623,6 +625,7 @@ impl State {
         if self.protobuf_on_write {
             // Made now, with the write, as the JSON form is; a kind without one has none.
             let _ = obj.protobuf();
+            let _ = obj.metadata_protobuf();
         }
         let objects = &mut self.resource_mut(id)?.objects;
         if kind == EventType::Deleted {

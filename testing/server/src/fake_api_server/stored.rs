@@ -115,6 +115,9 @@ pub(crate) struct Stored {
     /// sends it and shared by every such watch after; `None` when its kind has no protobuf
     /// form (a custom resource) or it cannot be encoded.
     protobuf: std::sync::OnceLock<Option<Box<[u8]>>>,
+    /// The object's `metadata` as a protobuf `ObjectMeta` (unenveloped), made the first time a
+    /// metadata-only protobuf answer sends it; `None` when it cannot be encoded.
+    metadata_protobuf: std::sync::OnceLock<Option<Box<[u8]>>>,
 }
 
 impl Stored {
@@ -153,6 +156,7 @@ impl Stored {
             members,
             metadata,
             protobuf: std::sync::OnceLock::new(),
+            metadata_protobuf: std::sync::OnceLock::new(),
         }))
     }
 
@@ -171,6 +175,21 @@ impl Stored {
                 let mut enveloped = Vec::with_capacity(raw.len() + 32);
                 kcache_protobuf::envelope::write(api_version, kind, &raw, &mut enveloped);
                 Some(enveloped.into_boxed_slice())
+            })
+            .as_deref()
+    }
+
+    /// The object's `metadata` as a protobuf `ObjectMeta`, made on first use (for every kind,
+    /// custom resources included: metadata-only answers are served in protobuf for all).
+    pub(crate) fn metadata_protobuf(&self) -> Option<&[u8]> {
+        self.metadata_protobuf
+            .get_or_init(|| {
+                let message = kcache_protobuf::table::message_named(
+                    "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+                )?;
+                let value: serde_json::Value = serde_json::from_slice(self.metadata_json()).ok()?;
+                let raw = kcache_protobuf::encode::to_vec(&value, message).ok()?;
+                Some(raw.into_boxed_slice())
             })
             .as_deref()
     }

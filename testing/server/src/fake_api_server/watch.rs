@@ -63,7 +63,7 @@ pub(crate) async fn serve(
 ) -> Response<ResponseBody> {
     match plan(&shared, &mut p).await {
         Ok(start) => stream(&shared, target, p, format, fault, start),
-        Err(e) if format == Format::Protobuf => protobuf::error_response(&e),
+        Err(e) if format.is_protobuf() => protobuf::error_response(&e),
         Err(e) => error_response(&e),
     }
 }
@@ -137,7 +137,7 @@ fn stream(
 ) -> Response<ResponseBody> {
     let (tx, rx) = mpsc::channel(BODY_BUFFER);
     let mut resp = Response::new(ResponseBody::Stream(rx));
-    let content_type = if format == Format::Protobuf {
+    let content_type = if format.is_protobuf() {
         kcache_protobuf::envelope::WATCH_CONTENT_TYPE
     } else {
         "application/json"
@@ -170,7 +170,7 @@ fn stream(
         shared: shared.clone(),
         table: (format == Format::Table).then(|| Printer::new(&target.resource)),
         partial,
-        protobuf: format == Format::Protobuf,
+        protobuf: format.is_protobuf(),
         target,
         p,
         tx,
@@ -464,6 +464,21 @@ impl Producer {
         }
         match self.partial {
             Some(partial) if partial.list => Err(Stop),
+            Some(partial) if self.protobuf => {
+                let mut enveloped = Vec::new();
+                if partial_metadata::write_protobuf_object(&mut enveloped, partial.version, obj)
+                    .is_none()
+                {
+                    // Unencodable metadata: the ERROR event `write_event` makes of it.
+                    let value = json!({"kind": partial_metadata::KIND,
+                        "apiVersion": partial.version.api_version(), "metadata": obj.object.metadata});
+                    return self
+                        .send_counted(|out| protobuf::write_event(out, kind, &value))
+                        .await;
+                }
+                self.send_counted(|out| kcache_protobuf::frames::write_event(kind, &enveloped, out))
+                    .await
+            }
             Some(partial) => {
                 let version = partial.version;
                 self.send_counted(|out| {

@@ -92,7 +92,12 @@ struct ProtoWatch {
 impl ProtoWatch {
     /// Opens a protobuf watch; the status must be 200 and the media type the watch one.
     async fn open(client: &Client, path: &str) -> Self {
-        let resp = client.send(Method::GET, path, None, Some(PROTOBUF)).await;
+        Self::open_with(client, path, PROTOBUF).await
+    }
+
+    /// Opens a watch asking for `accept`, which must be answered in protobuf frames.
+    async fn open_with(client: &Client, path: &str, accept: &str) -> Self {
+        let resp = client.send(Method::GET, path, None, Some(accept)).await;
         assert_eq!(resp.status(), StatusCode::OK, "watch {path}");
         assert_eq!(resp.headers()["content-type"], envelope::WATCH_CONTENT_TYPE);
         Self {
@@ -720,4 +725,150 @@ async fn patches_scales_and_collection_deletes_answer_in_protobuf() {
     let deleted = decoded(&reply);
     assert_eq!(deleted["items"][0]["metadata"]["name"], "web");
     assert_eq!(client.get(deployments).await.json()["items"], json!([]));
+}
+
+/// What client-go's metadata client sends for a list when configured for protobuf.
+const METADATA_LIST: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;\
+     g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,\
+     application/json";
+
+/// The same for one object or a watch.
+const METADATA: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;\
+     g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,\
+     application/json";
+
+/// The JSON-only form of an `Accept` of metadata in protobuf (its second and third ranges).
+fn json_form(accept: &str) -> String {
+    accept.split_once(",application/json;").map_or_else(
+        || accept.to_owned(),
+        |(_, rest)| format!("application/json;{rest}"),
+    )
+}
+
+#[tokio::test]
+async fn metadata_in_protobuf_for_built_in_and_custom_resources() {
+    let widgets = ServedResource::new(
+        ApiResource::new("example.com", "v1", "widgets", true),
+        "Widget",
+    );
+    let server = FakeApiServer::builder()
+        .resource(widgets.clone())
+        .start()
+        .await
+        .unwrap();
+    create_pods(&server, "a", ["p0", "p1"]);
+    for name in ["w0", "w1"] {
+        let widget: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": name, "namespace": "a", "labels": {"size": "3"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p0",
+                    "uid": "u-1", "controller": true}]},
+            "spec": {"size": 3},
+        }))
+        .unwrap();
+        server.create(&widgets, widget).unwrap();
+    }
+    let client = Client::new(&server);
+    for (list, one) in [
+        ("/api/v1/namespaces/a/pods", "/api/v1/namespaces/a/pods/p1"),
+        (
+            "/apis/example.com/v1/namespaces/a/widgets",
+            "/apis/example.com/v1/namespaces/a/widgets/w1",
+        ),
+    ] {
+        for (path, accept, kind) in [
+            (list, METADATA_LIST, "PartialObjectMetadataList"),
+            (one, METADATA, "PartialObjectMetadata"),
+        ] {
+            let reply = get(&client, path, accept).await;
+            assert_eq!(reply.status, StatusCode::OK, "{path}");
+            assert_eq!(
+                envelope_kind(&reply),
+                ("meta.k8s.io/v1".to_owned(), kind.to_owned())
+            );
+            let mut json = get(&client, path, &json_form(accept)).await.json();
+            assert_eq!(json["kind"], kind);
+            // A list's items carry their type in JSON; in protobuf an item is its message
+            // alone (`TypeMeta` has no protobuf field), as kube-apiserver's are.
+            for item in json
+                .get_mut("items")
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                let item = item.as_object_mut().unwrap();
+                assert_eq!(item.remove("kind"), Some(json!("PartialObjectMetadata")));
+                assert_eq!(item.remove("apiVersion"), Some(json!("meta.k8s.io/v1")));
+            }
+            assert_eq!(decoded(&reply), json, "{path}");
+        }
+        // The wrong kind for the path is refused in protobuf, as other errors are.
+        let refused = get(&client, one, METADATA_LIST).await;
+        assert_eq!(refused.status, StatusCode::NOT_ACCEPTABLE);
+        assert_eq!(decoded(&refused)["reason"], "NotAcceptable");
+    }
+    // Smaller than the whole objects in protobuf, and than the metadata in JSON.
+    let whole = get(&client, "/api/v1/namespaces/a/pods", PROTOBUF).await;
+    let meta = get(&client, "/api/v1/namespaces/a/pods", METADATA_LIST).await;
+    let meta_json = get(
+        &client,
+        "/api/v1/namespaces/a/pods",
+        &json_form(METADATA_LIST),
+    )
+    .await;
+    assert!(meta.body.len() < whole.body.len());
+    assert!(meta.body.len() < meta_json.body.len());
+
+    metadata_watches_in_protobuf_are_the_json_watches(&server, &client, &widgets).await;
+}
+
+/// Every metadata-only watch event's object (bookmarks included) in protobuf is the JSON
+/// watch's, for pods and for `widgets`.
+async fn metadata_watches_in_protobuf_are_the_json_watches(
+    server: &FakeApiServer,
+    client: &Client,
+    widgets: &ServedResource,
+) {
+    // Watches: every event's object (bookmarks included) is the JSON watch's.
+    let rv = server.resource_version();
+    for (path, resource) in [
+        (
+            format!("/api/v1/pods?watch=1&resourceVersion={rv}&allowWatchBookmarks=true"),
+            None,
+        ),
+        (
+            format!(
+                "/apis/example.com/v1/widgets?watch=1&resourceVersion={rv}&allowWatchBookmarks=true"
+            ),
+            Some(widgets),
+        ),
+    ] {
+        let mut json = client.watch_with(&path, Some(&json_form(METADATA))).await;
+        let mut proto = ProtoWatch::open_with(client, &path, METADATA).await;
+        match resource {
+            None => {
+                create_pods(server, "a", ["p2"]);
+                server
+                    .delete(&ServedResource::pods(), Some("a"), "p2")
+                    .unwrap();
+            }
+            Some(widgets) => {
+                let widget: DynamicObject = serde_json::from_value(json!({
+                    "apiVersion": "example.com/v1", "kind": "Widget",
+                    "metadata": {"name": "w2", "namespace": "a"}, "spec": {"size": 1},
+                }))
+                .unwrap();
+                server.create(widgets, widget).unwrap();
+                server.delete(widgets, Some("a"), "w2").unwrap();
+            }
+        }
+        server.send_bookmark();
+        for expected in ["ADDED", "DELETED", "BOOKMARK"] {
+            let event = json.next().await;
+            let (event_type, object) = proto.next().await;
+            assert_eq!(event_type, expected, "{path}");
+            assert_eq!(object["kind"], "PartialObjectMetadata");
+            assert_eq!(object, event["object"], "{path} {expected}");
+        }
+    }
 }
