@@ -39,11 +39,54 @@ macro_rules! shared_methods {
             visitor.visit_unit()
         }
 
+        /// A string is a unit variant and a one-entry map a variant with its value, as in
+        /// JSON (`restartPolicy: Always` into a Rust enum).
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _variants: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Error> {
+            self.deserialize_any(EnumVisitor(visitor))
+        }
+
         forward_to_deserialize_any! {
             bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-            unit unit_struct seq tuple tuple_struct map struct enum identifier
+            unit unit_struct seq tuple tuple_struct map struct identifier
         }
     };
+}
+
+/// Presents the value a protobuf field holds to an enum's visitor as `serde_json` would: a
+/// string as the unit variant it names, a map of one entry as a variant and its value.
+struct EnumVisitor<V>(V);
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for EnumVisitor<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.expecting(f)
+    }
+
+    fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<V::Value, E> {
+        self.0
+            .visit_enum(serde::de::value::BorrowedStrDeserializer::new(v))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<V::Value, E> {
+        self.0
+            .visit_enum(serde::de::value::StringDeserializer::new(v.to_owned()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<V::Value, E> {
+        self.0
+            .visit_enum(serde::de::value::StringDeserializer::new(v))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.0
+            .visit_enum(serde::de::value::MapAccessDeserializer::new(map))
+    }
 }
 
 /// An object's `apiVersion` and `kind`, which the protobuf form keeps outside the message

@@ -44,3 +44,47 @@ fn workload_and_other_kinds_decode_as_from_json() {
     same_as_json::<coordination::v1::Lease>("coordination.k8s.io/v1", "Lease");
     same_as_json::<events::v1::Event>("events.k8s.io/v1", "Event");
 }
+
+/// A user's own serde type with Rust enums where Kubernetes has strings: a unit variant from a
+/// string, as `serde_json` reads it, and an unknown one refused alike.
+#[test]
+fn user_types_with_enums_decode_as_from_json() {
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Spec {
+        restart_policy: RestartPolicy,
+        dns_policy: Option<DnsPolicy>,
+    }
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    enum RestartPolicy {
+        Always,
+        OnFailure,
+        Never,
+    }
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    enum DnsPolicy {
+        ClusterFirst,
+        Default,
+    }
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Pod {
+        spec: Spec,
+    }
+    let pod = |policy: &str| {
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"},
+            "spec": {"restartPolicy": policy, "dnsPolicy": "ClusterFirst",
+                "containers": [{"name": "c", "image": "i"}]}})
+    };
+    let json = pod("OnFailure");
+    let from_json: Pod = serde_json::from_value(json.clone()).unwrap();
+    let from_protobuf: Pod = envelope::decode(&envelope::encode_object(&json).unwrap()).unwrap();
+    assert_eq!(from_protobuf, from_json);
+    assert_eq!(from_protobuf.spec.restart_policy, RestartPolicy::OnFailure);
+    let unknown = envelope::decode::<Pod>(&envelope::encode_object(&pod("Sometimes")).unwrap());
+    assert!(
+        unknown
+            .unwrap_err()
+            .to_string()
+            .contains("unknown variant `Sometimes`")
+    );
+}

@@ -196,6 +196,8 @@ pub(crate) struct Limits {
     pub(crate) max_list_objects: Option<usize>,
     /// Only this namespace (the lister-watcher's `namespace`, or a namespaced kube-rs `Api`).
     pub(crate) namespace: Option<&'static str>,
+    /// Ask for protobuf (`.protobuf()`).
+    pub(crate) protobuf: bool,
 }
 
 /// Typed pods of every namespace at `url` over `backend`, with `limits`.
@@ -215,6 +217,9 @@ fn lister_watcher(backend: Backend, url: &str, limits: Limits) -> Arc<dyn Lister
             if let Some(ns) = limits.namespace {
                 b = b.namespace(ns);
             }
+            if limits.protobuf {
+                b = b.protobuf();
+            }
             Arc::new(b.build())
         }
         Backend::Kube => {
@@ -231,6 +236,9 @@ fn lister_watcher(backend: Backend, url: &str, limits: Limits) -> Arc<dyn Lister
             }
             if let Some(n) = limits.max_list_objects {
                 b = b.max_list_objects(n);
+            }
+            if limits.protobuf {
+                b = b.protobuf();
             }
             Arc::new(b.build())
         }

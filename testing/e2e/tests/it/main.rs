@@ -11,6 +11,7 @@ mod hostile_client_go;
 // Servers allowing few HTTP/2 streams per connection.
 mod hostile_h2;
 mod hostile_lists;
+mod hostile_protobuf;
 mod hostile_support;
 mod informer;
 mod leader;
