@@ -15,10 +15,10 @@ use tokio::process::Command;
 use crate::fake_api_server::{create_pods, pod};
 use crate::fake_api_server_client::{Client, End, Reply};
 
-/// What a metadata informer asks a list for (client-go's metadata client: protobuf first).
-const LIST: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;\
-                    g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;\
-                    g=meta.k8s.io;v=v1,application/json";
+/// What a metadata informer asks a list for in JSON (the protobuf form, which client-go's
+/// metadata client names first, is `fake_api_server_protobuf.rs`'s).
+const LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,\
+                    application/json";
 
 /// What a metadata client asks a GET, a write or a watch for.
 const ONE: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
