@@ -254,12 +254,8 @@ impl Client {
         F: FnOnce(ResponseBody) -> Fut,
         Fut: Future<Output = Result<R, kcache_reflector::Error>>,
     {
-        let credential = self.ready_credentials().await?;
-        within(timeout, async {
-            let response = self.send_with(request, Some(credential)).await?;
-            read(response.into_body()).await
-        })
-        .await
+        self.exchange_typed(request, timeout, |_, body| read(body))
+            .await
     }
 }
 
@@ -283,11 +279,7 @@ impl Client {
         let credential = self.ready_credentials().await?;
         within(timeout, async {
             let response = self.send_with(request, Some(credential)).await?;
-            let content_type = response
-                .headers()
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
+            let content_type = crate::decode::response::content_type(response.headers());
             read(content_type, response.into_body()).await
         })
         .await

@@ -271,7 +271,10 @@ impl<T> HttpListerWatcherBuilder<T> {
     /// decode. Objects deserialize into `T` from protobuf through `kcache-protobuf`'s field
     /// table, exactly as they would from JSON, so the same types work (k8s-openapi's `Pod`,
     /// `DynamicObject`, a serde type of a built-in kind). A resource the server answers in
-    /// JSON instead (a custom resource) is read as JSON; the response's `Content-Type` decides.
+    /// JSON instead is read as JSON; the response's `Content-Type` decides. Only a kind the
+    /// table has is asked for in protobuf, so the kind must be known (the typed constructors
+    /// and [`kind`](Self::kind) set it): a custom resource, a beta version or an aggregated
+    /// API's kind is asked for in JSON, as is a lister-watcher without a kind.
     /// The list budget, item count, per-event limit and the skipping of undecodable objects
     /// are the JSON path's. A metadata-only lister-watcher asks for its metadata in protobuf
     /// (served for every resource, custom ones included); a compact one keeps asking for JSON.

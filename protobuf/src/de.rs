@@ -460,6 +460,38 @@ impl<'de> Level<'de> {
     }
 }
 
+/// A field ready to be presented: the message it belongs to, the field, its value.
+type Entry<'de> = (&'static Message, &'static Field, Pending<'de>);
+
+/// Presents `entry`'s name as the next key, keeping the entry for its value.
+fn present_key<'de, K: DeserializeSeed<'de>>(
+    pending: &mut Option<Entry<'de>>,
+    entry: Entry<'de>,
+    seed: K,
+) -> Result<Option<K::Value>, Error> {
+    let name = entry.1.json;
+    *pending = Some(entry);
+    seed.deserialize(BorrowedStrDeserializer::new(name))
+        .map(Some)
+}
+
+/// Presents the value of the key presented last.
+fn present_value<'de, V: DeserializeSeed<'de>>(
+    pending: &mut Option<Entry<'de>>,
+    ctx: Ctx,
+    seed: V,
+) -> Result<V::Value, Error> {
+    let (owner, field, value) = pending
+        .take()
+        .ok_or_else(|| Error::Custom("value asked for before its key".to_owned()))?;
+    seed.deserialize(ValueDe {
+        owner,
+        field,
+        value,
+        ctx,
+    })
+}
+
 /// The one-pass access to a message's fields, an inlined message's fields among them.
 struct StreamAccess<'de> {
     outer: Level<'de>,
@@ -468,7 +500,7 @@ struct StreamAccess<'de> {
     type_meta: Option<TypeMeta<'de>>,
     /// How many of `apiVersion`, `kind` were presented.
     prefix: u8,
-    pending: Option<(&'static Message, &'static Field, Pending<'de>)>,
+    pending: Option<Entry<'de>>,
     ctx: Ctx,
 }
 
@@ -525,10 +557,7 @@ impl<'de> MapAccess<'de> for StreamAccess<'de> {
         seed: K,
     ) -> Result<Option<K::Value>, Error> {
         if let Some((field, value)) = next_prefix(self.type_meta, &mut self.prefix) {
-            self.pending = Some((self.outer.message, field, value));
-            return seed
-                .deserialize(BorrowedStrDeserializer::new(field.json))
-                .map(Some);
+            return present_key(&mut self.pending, (self.outer.message, field, value), seed);
         }
         loop {
             let (owner, next) = match self.inline.as_mut() {
@@ -558,24 +587,12 @@ impl<'de> MapAccess<'de> for StreamAccess<'de> {
                 self.inline = Some(Level::new(message(inner), bytes));
                 continue;
             }
-            self.pending = Some((owner, field, value));
-            return seed
-                .deserialize(BorrowedStrDeserializer::new(field.json))
-                .map(Some);
+            return present_key(&mut self.pending, (owner, field, value), seed);
         }
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
-        let (owner, field, value) = self
-            .pending
-            .take()
-            .ok_or_else(|| Error::Custom("value asked for before its key".to_owned()))?;
-        seed.deserialize(ValueDe {
-            owner,
-            field,
-            value,
-            ctx: self.ctx,
-        })
+        present_value(&mut self.pending, self.ctx, seed)
     }
 }
 
@@ -583,10 +600,10 @@ impl<'de> MapAccess<'de> for StreamAccess<'de> {
 /// sent twice read as its last value, inlined messages' fields lifted into this one).
 struct GroupedAccess<'de> {
     message: &'static Message,
-    entries: std::vec::IntoIter<(&'static Message, &'static Field, Pending<'de>)>,
+    entries: std::vec::IntoIter<Entry<'de>>,
     type_meta: Option<TypeMeta<'de>>,
     prefix: u8,
-    pending: Option<(&'static Message, &'static Field, Pending<'de>)>,
+    pending: Option<Entry<'de>>,
     ctx: Ctx,
 }
 
@@ -614,7 +631,7 @@ impl<'de> GroupedAccess<'de> {
 fn gather<'de>(
     bytes: &'de [u8],
     message: &'static Message,
-    entries: &mut Vec<(&'static Message, &'static Field, Pending<'de>)>,
+    entries: &mut Vec<Entry<'de>>,
     ctx: Ctx,
 ) -> Result<(), Error> {
     let ctx = ctx.deeper()?;
@@ -657,33 +674,16 @@ impl<'de> MapAccess<'de> for GroupedAccess<'de> {
         seed: K,
     ) -> Result<Option<K::Value>, Error> {
         if let Some((field, value)) = next_prefix(self.type_meta, &mut self.prefix) {
-            self.pending = Some((self.message, field, value));
-            return seed
-                .deserialize(BorrowedStrDeserializer::new(field.json))
-                .map(Some);
+            return present_key(&mut self.pending, (self.message, field, value), seed);
         }
         match self.entries.next() {
             None => Ok(None),
-            Some(entry) => {
-                let name = entry.1.json;
-                self.pending = Some(entry);
-                seed.deserialize(BorrowedStrDeserializer::new(name))
-                    .map(Some)
-            }
+            Some(entry) => present_key(&mut self.pending, entry, seed),
         }
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
-        let (owner, field, value) = self
-            .pending
-            .take()
-            .ok_or_else(|| Error::Custom("value asked for before its key".to_owned()))?;
-        seed.deserialize(ValueDe {
-            owner,
-            field,
-            value,
-            ctx: self.ctx,
-        })
+        present_value(&mut self.pending, self.ctx, seed)
     }
 }
 

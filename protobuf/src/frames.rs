@@ -3,7 +3,7 @@
 //! `raw` is the enveloped object). The frames themselves carry no envelope.
 
 use crate::Error;
-use crate::wire::{Reader, Wire, put_bytes, put_nested};
+use crate::wire::{LEN, Reader, Wire, len_field_len, put_bytes, put_tag, put_varint};
 
 /// One watch event, read from its frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,18 +47,17 @@ pub fn parse_event(payload: &[u8]) -> Result<WatchEvent<'_>, Error> {
 }
 
 /// Appends one frame: the length, then the event of `event_type` holding the enveloped
-/// `object`.
+/// `object`, written straight into `out` (the sizes are known beforehand).
 pub fn write_event(event_type: &str, object: &[u8], out: &mut Vec<u8>) {
-    let mut payload = Vec::with_capacity(object.len() + 24);
-    put_bytes(&mut payload, 1, event_type.as_bytes());
-    // Infallible: the closure only appends.
-    let _ = put_nested(&mut payload, 2, |o| {
-        put_bytes(o, 1, object);
-        Ok(())
-    });
-    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    let raw_extension = len_field_len(1, object.len());
+    let payload = len_field_len(1, event_type.len()) + len_field_len(2, raw_extension);
+    out.reserve(4 + payload);
+    let len = u32::try_from(payload).unwrap_or(u32::MAX);
     out.extend_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(&payload);
+    put_bytes(out, 1, event_type.as_bytes());
+    put_tag(out, 2, LEN);
+    put_varint(out, raw_extension as u64);
+    put_bytes(out, 1, object);
 }
 
 /// Splits a byte stream into frames as it arrives, holding at most one frame (and never more

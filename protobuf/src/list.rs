@@ -6,20 +6,21 @@ use crate::Error;
 use crate::envelope::{MAGIC, read_type_meta};
 use crate::wire::{LEN, Reader};
 
-/// A part of a list, in the order the body holds them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListPart {
+/// A part of a list, in the order the body holds them, borrowed from the reader's buffer
+/// until the next [`push`](ListReader::push) (an item is decoded where it lies, not copied).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListPart<'a> {
     /// The list's `apiVersion` and kind (`v1`, `PodList`).
     TypeMeta {
         /// `apiVersion`.
-        api_version: String,
+        api_version: &'a str,
         /// The list's kind.
-        kind: String,
+        kind: &'a str,
     },
     /// The list's `ListMeta` message.
-    Metadata(Vec<u8>),
+    Metadata(&'a [u8]),
     /// One item's message.
-    Item(Vec<u8>),
+    Item(&'a [u8]),
 }
 
 /// Where the reader is in the body.
@@ -105,7 +106,7 @@ impl ListReader {
     ///
     /// # Errors
     /// A body without the magic, malformed protobuf, or a part over the limit.
-    pub fn next_part(&mut self) -> Result<Option<ListPart>, Error> {
+    pub fn next_part(&mut self) -> Result<Option<ListPart<'_>>, Error> {
         loop {
             let rest = &self.buf[self.start..];
             match self.state {
@@ -140,19 +141,10 @@ impl ListReader {
                     if rest.len() < size + len {
                         return Ok(None);
                     }
-                    let body = &rest[size..size + len];
-                    let part = if number == 1 {
-                        let (api_version, kind) = read_type_meta(body)?;
-                        Some(ListPart::TypeMeta {
-                            api_version: api_version.to_owned(),
-                            kind: kind.to_owned(),
-                        })
-                    } else {
-                        None
-                    };
                     self.start += size + len;
-                    if part.is_some() {
-                        return Ok(part);
+                    if number == 1 {
+                        let (api_version, kind) = read_type_meta(&rest[size..size + len])?;
+                        return Ok(Some(ListPart::TypeMeta { api_version, kind }));
                     }
                 }
                 State::List(0) => self.state = State::Envelope,
@@ -172,7 +164,7 @@ impl ListReader {
                     if rest.len() < size + len {
                         return Ok(None);
                     }
-                    let body = rest[size..size + len].to_vec();
+                    let body = &rest[size..size + len];
                     self.start += size + len;
                     self.state = State::List(left - size - len);
                     match number {

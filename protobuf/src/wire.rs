@@ -149,15 +149,41 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Appends `value` as a varint.
-pub fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+/// `value` as a varint: the bytes, in a buffer large enough for any, and how many there are.
+fn varint_bytes(mut value: u64) -> ([u8; 10], usize) {
+    let mut bytes = [0u8; 10];
+    let mut n = 0;
     while value >= 0x80 {
         #[allow(clippy::cast_possible_truncation, reason = "seven bits")]
-        out.push((value as u8 & 0x7f) | 0x80);
+        {
+            bytes[n] = (value as u8 & 0x7f) | 0x80;
+        }
         value >>= 7;
+        n += 1;
     }
     #[allow(clippy::cast_possible_truncation, reason = "below 0x80")]
-    out.push(value as u8);
+    {
+        bytes[n] = value as u8;
+    }
+    (bytes, n + 1)
+}
+
+/// How many bytes `value` takes as a varint.
+#[must_use]
+pub fn varint_len(value: u64) -> usize {
+    varint_bytes(value).1
+}
+
+/// How many bytes a length-delimited field numbered `number` holding `len` bytes takes.
+#[must_use]
+pub fn len_field_len(number: u32, len: usize) -> usize {
+    varint_len(u64::from(number) << 3) + varint_len(len as u64) + len
+}
+
+/// Appends `value` as a varint.
+pub fn put_varint(out: &mut Vec<u8>, value: u64) {
+    let (bytes, n) = varint_bytes(value);
+    out.extend_from_slice(&bytes[..n]);
 }
 
 /// Appends a tag.
@@ -196,9 +222,8 @@ pub fn put_nested(
             out[at] = len as u8;
         }
     } else {
-        let mut prefix = Vec::with_capacity(5);
-        put_varint(&mut prefix, len as u64);
-        out.splice(at..=at, prefix);
+        let (prefix, n) = varint_bytes(len as u64);
+        out.splice(at..=at, prefix[..n].iter().copied());
     }
     Ok(())
 }
@@ -222,6 +247,20 @@ mod tests {
             Reader::new(&[0xff; 11]).varint(),
             Err(Error::BadVarint { .. })
         ));
+    }
+
+    #[test]
+    fn lengths_are_what_is_written() {
+        for v in [0u64, 1, 127, 128, 16_383, 16_384, u64::MAX] {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            assert_eq!(varint_len(v), out.len(), "{v}");
+        }
+        for len in [0, 127, 128, 70_000] {
+            let mut out = Vec::new();
+            put_bytes(&mut out, 17, &vec![1; len]);
+            assert_eq!(len_field_len(17, len), out.len(), "{len}");
+        }
     }
 
     #[test]

@@ -111,11 +111,18 @@ fn item_kind(list_kind: &str) -> &str {
 /// Reads a protobuf list body into an [`ObjectList`], item by item.
 pub(crate) struct ProtoListDecoder<'a> {
     reader: ListReader,
+    items: Items<'a>,
+    received: usize,
+}
+
+/// How the items of one list are decoded: their message and type, known once the list's own
+/// type has been read (before any item).
+struct Items<'a> {
     expected: &'a Expected,
     skip_managed_fields: bool,
     max_objects: usize,
-    received: usize,
-    type_meta: Option<(String, String)>,
+    /// The items' message, `apiVersion` and kind.
+    of: Option<(&'static Message, String, String)>,
 }
 
 impl<'a> ProtoListDecoder<'a> {
@@ -127,11 +134,13 @@ impl<'a> ProtoListDecoder<'a> {
     ) -> Self {
         Self {
             reader: ListReader::new(max_item),
-            expected,
-            skip_managed_fields,
-            max_objects,
+            items: Items {
+                expected,
+                skip_managed_fields,
+                max_objects,
+                of: None,
+            },
             received: 0,
-            type_meta: None,
         }
     }
 
@@ -140,7 +149,8 @@ impl<'a> ProtoListDecoder<'a> {
         self.received
     }
 
-    /// Reads `chunk`, decoding every item it completes into `list`.
+    /// Reads `chunk`, decoding every item it completes into `list` where it lies in the
+    /// reader's buffer.
     pub(crate) fn feed<T: DeserializeOwned + Object>(
         &mut self,
         chunk: &[u8],
@@ -152,50 +162,11 @@ impl<'a> ProtoListDecoder<'a> {
         while let Some(part) = self.reader.next_part().map_err(|e| list_error(&e))? {
             match part {
                 ListPart::TypeMeta { api_version, kind } => {
-                    self.type_meta = Some((api_version, item_kind(&kind).to_owned()));
+                    self.items.of_list(api_version, kind)?;
                 }
-                ListPart::Metadata(bytes) => read_list_meta(&bytes, list)?,
-                ListPart::Item(bytes) => self.item(&bytes, list, objects)?,
+                ListPart::Metadata(bytes) => read_list_meta(bytes, list)?,
+                ListPart::Item(bytes) => self.items.decode(bytes, list, objects)?,
             }
-        }
-        Ok(())
-    }
-
-    fn item<T: DeserializeOwned + Object>(
-        &self,
-        bytes: &[u8],
-        list: &mut ObjectList<T>,
-        objects: Option<&ProtoObjectFn<T>>,
-    ) -> Result<(), Error> {
-        let index = list.items.len() + list.skipped.len();
-        if index >= self.max_objects {
-            return Err(Error::Limit(format!(
-                "the list response holds more than {} objects",
-                self.max_objects
-            )));
-        }
-        let (api_version, kind) = self
-            .type_meta
-            .as_ref()
-            .map_or(("", ""), |(v, k)| (v.as_str(), k.as_str()));
-        let Some(message) = table::message_for_kind(api_version, kind) else {
-            return Err(Error::decode(DecodeError::new(
-                "list response",
-                format!("no protobuf table for the items of {api_version} {kind}List"),
-            )));
-        };
-        let type_meta = TypeMeta { api_version, kind };
-        let context = format!("list item {index}");
-        match decode_with(objects, bytes, message, type_meta, self.skip_managed_fields) {
-            Ok(object) => match self.expected.refusal(&object) {
-                None => list.items.push(object),
-                Some(why) => list
-                    .skipped
-                    .push(Expected::refused(context, &object, why, None)),
-            },
-            Err(e) => list.skipped.push(
-                DecodeError::new(context, e.to_string()).with_object(identity(bytes, message)),
-            ),
         }
         Ok(())
     }
@@ -208,6 +179,60 @@ impl<'a> ProtoListDecoder<'a> {
             }));
         }
         Ok(list)
+    }
+}
+
+impl Items<'_> {
+    /// The list is of `kind` in `api_version`: its items' message, or an error when the table
+    /// has none (the list cannot be read).
+    fn of_list(&mut self, api_version: &str, kind: &str) -> Result<(), Error> {
+        let kind = item_kind(kind);
+        let message = table::message_for_kind(api_version, kind).ok_or_else(|| {
+            Error::decode(DecodeError::new(
+                "list response",
+                format!("no protobuf table for the items of {api_version} {kind}List"),
+            ))
+        })?;
+        self.of = Some((message, api_version.to_owned(), kind.to_owned()));
+        Ok(())
+    }
+
+    fn decode<T: DeserializeOwned + Object>(
+        &self,
+        bytes: &[u8],
+        list: &mut ObjectList<T>,
+        objects: Option<&ProtoObjectFn<T>>,
+    ) -> Result<(), Error> {
+        let index = list.items.len() + list.skipped.len();
+        if index >= self.max_objects {
+            return Err(Error::Limit(format!(
+                "the list response holds more than {} objects",
+                self.max_objects
+            )));
+        }
+        let Some((message, api_version, kind)) = &self.of else {
+            return Err(Error::decode(DecodeError::new(
+                "list response",
+                "an item came before the list's type",
+            )));
+        };
+        let type_meta = TypeMeta { api_version, kind };
+        match decode_with(objects, bytes, message, type_meta, self.skip_managed_fields) {
+            Ok(object) => match self.expected.refusal(&object) {
+                None => list.items.push(object),
+                Some(why) => list.skipped.push(Expected::refused(
+                    format!("list item {index}"),
+                    &object,
+                    why,
+                    None,
+                )),
+            },
+            Err(e) => list.skipped.push(
+                DecodeError::new(format!("list item {index}"), e.to_string())
+                    .with_object(identity(bytes, message)),
+            ),
+        }
+        Ok(())
     }
 }
 
@@ -421,4 +446,69 @@ pub(crate) fn watch_stream<T: DeserializeOwned + Object + Send + 'static>(
         done: false,
         _t: std::marker::PhantomData,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use kcache_store::DynamicObject;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A `PodList` of `n` pods in protobuf, and the pods' JSON.
+    fn pod_list(n: usize) -> (Vec<u8>, Vec<serde_json::Value>) {
+        let pods: Vec<serde_json::Value> = (0..n)
+            .map(|i| {
+                json!({"metadata": {"name": format!("p{i}"), "namespace": "web",
+                    "resourceVersion": format!("{}", i + 1), "labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "app", "image": format!("nginx:{i}")}]}})
+            })
+            .collect();
+        let list = json!({"apiVersion": "v1", "kind": "PodList",
+            "metadata": {"resourceVersion": "99", "continue": "next"}, "items": pods});
+        (
+            kcache_protobuf::envelope::encode_object(&list).unwrap(),
+            pods,
+        )
+    }
+
+    #[test]
+    fn lists_decode_alike_in_any_chunking_and_limits_hold() {
+        let (body, pods) = pod_list(25);
+        let expected = Expected::default();
+        let want: Vec<DynamicObject> = pods
+            .iter()
+            .map(|p| {
+                let mut p = p.clone();
+                p["apiVersion"] = json!("v1");
+                p["kind"] = json!("Pod");
+                serde_json::from_value(p).unwrap()
+            })
+            .collect();
+        for chunk in [1, 2, 7, 100, body.len()] {
+            let mut decoder = ProtoListDecoder::new(&expected, true, usize::MAX, 1 << 20);
+            let mut list = ObjectList::new(Vec::new(), "");
+            for piece in body.chunks(chunk) {
+                decoder
+                    .feed::<DynamicObject>(piece, &mut list, None)
+                    .unwrap();
+            }
+            let list = decoder.finish(list).unwrap();
+            assert_eq!(list.items, want, "chunk {chunk}");
+            assert_eq!(list.resource_version, "99");
+            assert_eq!(list.next_page_token(), Some("next"));
+        }
+        // The item count.
+        let mut decoder = ProtoListDecoder::new(&expected, true, 10, 1 << 20);
+        let mut list = ObjectList::<DynamicObject>::new(Vec::new(), "");
+        let err = decoder.feed(&body, &mut list, None).unwrap_err();
+        assert!(err.to_string().contains("more than 10 objects"), "{err}");
+        // A cut body is not a whole list.
+        let mut decoder = ProtoListDecoder::new(&expected, true, usize::MAX, 1 << 20);
+        let mut list = ObjectList::<DynamicObject>::new(Vec::new(), "");
+        decoder
+            .feed(&body[..body.len() - 3], &mut list, None)
+            .unwrap();
+        assert!(decoder.finish(list).is_err());
+    }
 }

@@ -95,9 +95,24 @@ impl<T> fmt::Debug for Decoding<T> {
 }
 
 impl<T> Decoding<T> {
-    /// Whether requests ask for protobuf.
+    /// Whether requests ask for protobuf: when told to, for metadata (served in protobuf for
+    /// every resource), and for whole objects of a kind the protobuf table has (not for a
+    /// custom resource, a beta version or an aggregated API's kind, which a server may well
+    /// send in a protobuf form the table cannot read; nor for compact objects, which keep
+    /// JSON).
     pub(crate) fn asks_protobuf(&self) -> bool {
-        self.protobuf && (self.objects.is_none() || self.proto_objects.is_some())
+        if !self.protobuf {
+            return false;
+        }
+        if self.proto_objects.is_some() {
+            return true;
+        }
+        let r#type = &self.expected.r#type;
+        self.objects.is_none()
+            && r#type
+                .api_version()
+                .zip(r#type.kind())
+                .is_some_and(|(v, k)| kcache_protobuf::table::message_for_kind(v, k).is_some())
     }
 }
 
@@ -211,6 +226,15 @@ impl<T: DeserializeOwned + Object> Decoding<T> {
         });
         watch_stream(body, decoder, guard, check)
     }
+}
+
+/// A response's `Content-Type`, which picks the decoder of a lister-watcher that asked for
+/// protobuf (whichever HTTP client brought the response).
+pub(crate) fn content_type(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// How long a watch asked to last `timeout_seconds` may run before the client ends it:

@@ -299,11 +299,7 @@ impl<T> KubeListerWatcher<T> {
         let (parts, body) = response.into_parts();
         let body: ResponseBody = Box::pin(body.into_data_stream().map_err(BoxError::from));
         if parts.status.is_success() {
-            let content_type = parts
-                .headers
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
+            let content_type = crate::decode::response::content_type(&parts.headers);
             Ok((content_type, body))
         } else {
             let response = http::Response::from_parts(parts, body);

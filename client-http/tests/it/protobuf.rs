@@ -238,3 +238,54 @@ async fn an_undecodable_item_is_left_out_with_its_identity_and_big_frames_refuse
     let err = events[0].as_ref().unwrap_err().to_string();
     assert!(err.contains("over the limit of 1024"), "{err}");
 }
+
+/// Only kinds the protobuf table has are asked for in protobuf: a custom resource, a beta
+/// version (an aggregated API's `PodMetrics`) or a lister-watcher without a kind asks for JSON,
+/// since a server may answer those in a protobuf form the table cannot read.
+#[tokio::test]
+async fn kinds_the_table_lacks_are_asked_for_in_json() {
+    let server = ScriptedServer::start(|_| {
+        Reply::json(
+            200,
+            json!({"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": []})
+                .to_string(),
+        )
+    })
+    .await
+    .unwrap();
+    let client = || Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+    let cases = [
+        (
+            ApiResource::new("example.com", "v1", "widgets", true),
+            Some("Widget"),
+        ),
+        (
+            ApiResource::new("metrics.k8s.io", "v1beta1", "pods", true),
+            Some("PodMetrics"),
+        ),
+        (ApiResource::new("", "v1", "pods", true), None),
+        (ApiResource::new("", "v1", "pods", true), Some("Pod")),
+    ];
+    for (resource, kind) in cases {
+        let builder = HttpListerWatcher::<kcache_store::DynamicObject>::builder(client(), resource);
+        let builder = match kind {
+            Some(kind) => builder.kind(kind),
+            None => builder,
+        };
+        let _ = builder
+            .protobuf()
+            .build()
+            .list(&ListOptions::default())
+            .await;
+    }
+    let accepts: Vec<Option<String>> = server.requests().into_iter().map(|r| r.accept).collect();
+    assert_eq!(
+        accepts,
+        [
+            Some("application/json".to_owned()),
+            Some("application/json".to_owned()),
+            Some("application/json".to_owned()),
+            Some("application/vnd.kubernetes.protobuf, application/json".to_owned()),
+        ]
+    );
+}

@@ -34,16 +34,23 @@ proptest! {
     }
 }
 
-#[test]
-fn wrong_wire_types_and_bad_utf8_name_the_field() {
+/// An enveloped pod whose metadata (field 1) is what `metadata` writes.
+fn pod_with_metadata(metadata: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
     let mut pod = Vec::new();
     put_nested(&mut pod, 1, |m| {
-        put_varint_field(m, 1, 5); // name as a varint
+        metadata(m);
         Ok(())
     })
     .unwrap();
     let mut body = Vec::new();
     envelope::write("v1", "Pod", &pod, &mut body);
+    body
+}
+
+#[test]
+fn wrong_wire_types_and_bad_utf8_name_the_field() {
+    // The name as a varint.
+    let body = pod_with_metadata(|m| put_varint_field(m, 1, 5));
     let err = envelope::decode::<Value>(&body).unwrap_err();
     assert!(
         matches!(
@@ -57,14 +64,8 @@ fn wrong_wire_types_and_bad_utf8_name_the_field() {
         "{err}"
     );
 
-    let mut pod = Vec::new();
-    put_nested(&mut pod, 1, |m| {
-        put_bytes(m, 3, &[0xff, 0xfe]); // namespace not UTF-8
-        Ok(())
-    })
-    .unwrap();
-    let mut body = Vec::new();
-    envelope::write("v1", "Pod", &pod, &mut body);
+    // The namespace not UTF-8.
+    let body = pod_with_metadata(|m| put_bytes(m, 3, &[0xff, 0xfe]));
     let err = envelope::decode::<Value>(&body).unwrap_err();
     assert!(
         matches!(

@@ -24,7 +24,28 @@ fn pod_list(count: usize) -> (Value, Vec<u8>) {
     (list.clone(), envelope::encode_object(&list).unwrap())
 }
 
-fn read_list(body: &[u8], chunk: usize) -> (Vec<ListPart>, usize) {
+/// A [`ListPart`] kept past the next push.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    TypeMeta { api_version: String, kind: String },
+    Metadata(Vec<u8>),
+    Item(Vec<u8>),
+}
+
+impl From<ListPart<'_>> for Part {
+    fn from(part: ListPart<'_>) -> Self {
+        match part {
+            ListPart::TypeMeta { api_version, kind } => Self::TypeMeta {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+            },
+            ListPart::Metadata(b) => Self::Metadata(b.to_vec()),
+            ListPart::Item(b) => Self::Item(b.to_vec()),
+        }
+    }
+}
+
+fn read_list(body: &[u8], chunk: usize) -> (Vec<Part>, usize) {
     let mut reader = ListReader::new(1 << 20);
     let mut parts = Vec::new();
     let mut most = 0;
@@ -32,7 +53,7 @@ fn read_list(body: &[u8], chunk: usize) -> (Vec<ListPart>, usize) {
         reader.push(piece);
         most = most.max(reader.buffered());
         while let Some(part) = reader.next_part().unwrap() {
-            parts.push(part);
+            parts.push(Part::from(part));
         }
     }
     assert!(reader.at_end());
@@ -48,13 +69,7 @@ fn lists_are_read_item_by_item_in_any_chunking() {
         assert_eq!(parts, whole, "chunk {chunk}");
         let largest_item = parts
             .iter()
-            .map(|p| {
-                if let ListPart::Item(b) = p {
-                    b.len()
-                } else {
-                    0
-                }
-            })
+            .map(|p| if let Part::Item(b) = p { b.len() } else { 0 })
             .max()
             .unwrap();
         assert!(
@@ -64,7 +79,7 @@ fn lists_are_read_item_by_item_in_any_chunking() {
     }
     assert_eq!(
         whole[0],
-        ListPart::TypeMeta {
+        Part::TypeMeta {
             api_version: "v1".to_owned(),
             kind: "PodList".to_owned()
         }
@@ -73,7 +88,7 @@ fn lists_are_read_item_by_item_in_any_chunking() {
     let items: Vec<Value> = whole
         .iter()
         .filter_map(|p| {
-            if let ListPart::Item(b) = p {
+            if let Part::Item(b) = p {
                 Some(from_message(b, pod, None).unwrap())
             } else {
                 None
@@ -82,7 +97,7 @@ fn lists_are_read_item_by_item_in_any_chunking() {
         .collect();
     assert_eq!(Value::Array(items), list["items"]);
     let meta = table::message_named("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta").unwrap();
-    let ListPart::Metadata(m) = &whole[1] else {
+    let Part::Metadata(m) = &whole[1] else {
         panic!("{:?}", whole[1])
     };
     let meta: Value = from_message(m, meta, None).unwrap();

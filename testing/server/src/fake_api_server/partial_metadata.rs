@@ -28,7 +28,7 @@ use super::stored::Stored;
 pub(crate) const KIND: &str = "PartialObjectMetadata";
 
 /// The kind of a list of [`KIND`].
-const LIST_KIND: &str = "PartialObjectMetadataList";
+pub(crate) const LIST_KIND: &str = "PartialObjectMetadataList";
 
 /// The group both kinds are in.
 const GROUP: &str = "meta.k8s.io";
@@ -149,17 +149,15 @@ pub(crate) fn write_object(out: &mut Vec<u8>, version: MetaVersion, stored: &Sto
     out.push(b'}');
 }
 
-/// Appends the enveloped protobuf `PartialObjectMetadata` of `stored` (its `metadata`, field
-/// 1); `None` when its metadata has no protobuf form.
+/// Appends the enveloped protobuf `PartialObjectMetadata` of `stored`; `None` when its
+/// metadata has no protobuf form.
 pub(crate) fn write_protobuf_object(
     out: &mut Vec<u8>,
     version: MetaVersion,
     stored: &Stored,
 ) -> Option<()> {
-    let metadata = stored.metadata_protobuf()?;
-    let mut raw = Vec::with_capacity(metadata.len() + 8);
-    kcache_protobuf::wire::put_bytes(&mut raw, 1, metadata);
-    kcache_protobuf::envelope::write(version.api_version(), KIND, &raw, out);
+    let raw = stored.metadata_protobuf()?;
+    kcache_protobuf::envelope::write(version.api_version(), KIND, raw, out);
     Some(())
 }
 

@@ -28,8 +28,10 @@ use kcache_protobuf::{Error, frames, table};
 use serde_json::Value;
 
 use super::body::ResponseBody;
+use super::partial_metadata::{self, MetaVersion};
 use super::served_resource::ServedResource;
 use super::status::{ApiError, internal};
+use super::stored::Stored;
 
 /// The protobuf media type (`application/vnd.kubernetes.protobuf`).
 pub(crate) const MEDIA_TYPE: &str = envelope::CONTENT_TYPE;
@@ -76,6 +78,48 @@ pub(crate) fn preferred(accept: Option<&str>) -> bool {
 /// cannot carry.
 pub(crate) fn encode_value(value: &Value) -> Result<Vec<u8>, Error> {
     envelope::encode_object(value)
+}
+
+/// The enveloped protobuf list of `items` (of `resource`, or their metadata in `partial`'s
+/// version) with the list metadata `meta`, copied from each item's stored protobuf as the
+/// JSON list is from their stored JSON: nothing decoded or encoded per item. `None` when an
+/// item has no protobuf form (the JSON answer is then converted).
+pub(crate) fn list_of_stored(
+    resource: &ServedResource,
+    partial: Option<MetaVersion>,
+    meta: &serde_json::Map<String, Value>,
+    items: &[&Stored],
+) -> Option<Vec<u8>> {
+    let list_meta = table::message_named("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")?;
+    let list_meta =
+        kcache_protobuf::encode::to_vec(&Value::Object(meta.clone()), list_meta).ok()?;
+    let mut raw = Vec::new();
+    kcache_protobuf::wire::put_bytes(&mut raw, 1, &list_meta);
+    for item in items {
+        let message = match partial {
+            Some(_) => item.metadata_protobuf()?,
+            None => envelope::parse(item.protobuf()?).ok()?.raw,
+        };
+        kcache_protobuf::wire::put_bytes(&mut raw, 2, message);
+    }
+    let mut out = Vec::with_capacity(raw.len() + 64);
+    match partial {
+        Some(version) => {
+            envelope::write(
+                version.api_version(),
+                partial_metadata::LIST_KIND,
+                &raw,
+                &mut out,
+            );
+        }
+        None => envelope::write(
+            &resource.api.api_version(),
+            &format!("{}List", resource.kind),
+            &raw,
+            &mut out,
+        ),
+    }
+    Some(out)
 }
 
 /// The enveloped protobuf of the JSON answer `json`.

@@ -848,7 +848,17 @@ async fn list(
             meta.insert("remainingItemCount".into(), json!(remaining));
         }
     }
+    // In protobuf, copied from the items' stored protobuf when they all have it.
+    let protobuf_list = match format {
+        Format::Protobuf => protobuf::list_of_stored(&target.resource, None, &meta, &items),
+        Format::Partial(partial) if partial.protobuf => {
+            let version = partial.for_list(&target.resource)?;
+            protobuf::list_of_stored(&target.resource, Some(version), &meta, &items)
+        }
+        Format::Json | Format::Table | Format::Partial(_) => None,
+    };
     let body = match format {
+        _ if protobuf_list.is_some() => Vec::new(),
         Format::Table => {
             let objects: Vec<&DynamicObject> = items.iter().map(|s| &*s.object).collect();
             let mut t = table::table(&target.resource, Some(&list_rv.to_string()), &objects);
@@ -870,7 +880,10 @@ async fn list(
             .remaining
             .insert(list_rv, namespace, next, remaining);
     }
-    Ok(encoded_response(200, body, format))
+    Ok(match protobuf_list {
+        Some(list) => protobuf::protobuf_response(200, list),
+        None => encoded_response(200, body, format),
+    })
 }
 
 /// The JSON of a `<Kind>List` with `meta` and `items`, copied from their stored encodings.

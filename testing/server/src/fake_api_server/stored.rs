@@ -115,8 +115,9 @@ pub(crate) struct Stored {
     /// sends it and shared by every such watch after; `None` when its kind has no protobuf
     /// form (a custom resource) or it cannot be encoded.
     protobuf: std::sync::OnceLock<Option<Box<[u8]>>>,
-    /// The object's `metadata` as a protobuf `ObjectMeta` (unenveloped), made the first time a
-    /// metadata-only protobuf answer sends it; `None` when it cannot be encoded.
+    /// The object's `PartialObjectMetadata` message (its `ObjectMeta` as field 1, unenveloped),
+    /// made the first time a metadata-only protobuf answer sends it; `None` when it cannot be
+    /// encoded.
     metadata_protobuf: std::sync::OnceLock<Option<Box<[u8]>>>,
 }
 
@@ -179,8 +180,8 @@ impl Stored {
             .as_deref()
     }
 
-    /// The object's `metadata` as a protobuf `ObjectMeta`, made on first use (for every kind,
-    /// custom resources included: metadata-only answers are served in protobuf for all).
+    /// The object's `PartialObjectMetadata` message, made on first use (for every kind, custom
+    /// resources included: metadata-only answers are served in protobuf for all).
     pub(crate) fn metadata_protobuf(&self) -> Option<&[u8]> {
         self.metadata_protobuf
             .get_or_init(|| {
@@ -188,8 +189,10 @@ impl Stored {
                     "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
                 )?;
                 let value: serde_json::Value = serde_json::from_slice(self.metadata_json()).ok()?;
-                let raw = kcache_protobuf::encode::to_vec(&value, message).ok()?;
-                Some(raw.into_boxed_slice())
+                let metadata = kcache_protobuf::encode::to_vec(&value, message).ok()?;
+                let mut partial = Vec::with_capacity(metadata.len() + 8);
+                kcache_protobuf::wire::put_bytes(&mut partial, 1, &metadata);
+                Some(partial.into_boxed_slice())
             })
             .as_deref()
     }

@@ -29,6 +29,21 @@ fn names(list: &Value) -> Vec<String> {
 
 const SHORT: Duration = Duration::from_millis(300);
 
+/// A fake API server that also serves the custom resource `widgets.example.com/v1` (namespaced,
+/// kind `Widget`), and that resource.
+pub(crate) async fn widgets_server() -> (FakeApiServer, ServedResource) {
+    let widgets = ServedResource::new(
+        ApiResource::new("example.com", "v1", "widgets", true),
+        "Widget",
+    );
+    let server = FakeApiServer::builder()
+        .resource(widgets.clone())
+        .start()
+        .await
+        .unwrap();
+    (server, widgets)
+}
+
 /// Creates the pods `names`, in that order, in `ns`, all labelled `app=web`.
 pub(crate) fn create_pods<S: AsRef<str>>(
     server: &FakeApiServer,
@@ -129,15 +144,7 @@ async fn list_has_the_real_shape_and_one_global_rv() {
 
 #[tokio::test]
 async fn crd_style_resources_under_apis_carry_types_on_items() {
-    let widgets = ServedResource::new(
-        ApiResource::new("example.com", "v1", "widgets", true),
-        "Widget",
-    );
-    let server = FakeApiServer::builder()
-        .resource(widgets.clone())
-        .start()
-        .await
-        .unwrap();
+    let (server, widgets) = widgets_server().await;
     server
         .create(&widgets, DynamicObject::new(Some("x"), "w"))
         .unwrap();

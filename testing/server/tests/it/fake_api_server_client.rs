@@ -143,7 +143,8 @@ impl Client {
             .await
     }
 
-    async fn read(resp: http::Response<Incoming>) -> Reply {
+    /// A response read to the end (within 10 s).
+    pub(crate) async fn read(resp: http::Response<Incoming>) -> Reply {
         let (parts, body) = resp.into_parts();
         let body = tokio::time::timeout(Duration::from_secs(10), body.collect())
             .await

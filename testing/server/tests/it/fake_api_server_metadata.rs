@@ -5,14 +5,14 @@
 use std::time::Duration;
 
 use http::Method;
-use kcache_store::{ApiResource, DynamicObject};
+use kcache_store::DynamicObject;
 use kcache_testing_server::fake_api_server::{
     FakeApiServer, Fault, FaultKind, INITIAL_EVENTS_END, ServedResource, Verb,
 };
 use serde_json::{Value, json};
 use tokio::process::Command;
 
-use crate::fake_api_server::{create_pods, pod};
+use crate::fake_api_server::{create_pods, pod, widgets_server};
 use crate::fake_api_server_client::{Client, End, Reply};
 
 /// What a metadata informer asks a list for in JSON (the protobuf form, which client-go's
@@ -25,18 +25,7 @@ const ONE: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
 async fn get(client: &Client, path: &str, accept: &str) -> Reply {
     let resp = client.send(Method::GET, path, None, Some(accept)).await;
-    client_read(resp).await
-}
-
-async fn client_read(resp: http::Response<hyper::body::Incoming>) -> Reply {
-    use http_body_util::BodyExt;
-    let (parts, body) = resp.into_parts();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        version: parts.version,
-        body: body.collect().await.unwrap().to_bytes(),
-    }
+    Client::read(resp).await
 }
 
 /// The `PartialObjectMetadata` kube-apiserver answers for an object (or list item) `full`.
@@ -194,7 +183,7 @@ async fn metadata_gets_writes_and_refusals() {
             Some(ONE),
         )
         .await;
-    let patched = client_read(resp).await;
+    let patched = Client::read(resp).await;
     assert_eq!(patched.status, 200);
     let patched = patched.json();
     assert_eq!(patched["kind"], "PartialObjectMetadata");
@@ -202,7 +191,7 @@ async fn metadata_gets_writes_and_refusals() {
     assert_eq!(patched, partial(&client.get(path).await.json()));
     // A DELETE answering a Status answers it still; one answering the object, its metadata.
     let deleted = client.send(Method::DELETE, path, None, Some(ONE)).await;
-    let deleted = client_read(deleted).await.json();
+    let deleted = Client::read(deleted).await.json();
     assert_eq!(deleted["kind"], "PartialObjectMetadata");
     assert_eq!(deleted["metadata"]["name"], "p");
 }
@@ -299,15 +288,7 @@ async fn metadata_streaming_lists_end_with_the_initial_events_bookmark() {
 
 #[tokio::test]
 async fn custom_resources_serve_their_metadata() {
-    let widgets = ServedResource::new(
-        ApiResource::new("example.com", "v1", "widgets", true),
-        "Widget",
-    );
-    let server = FakeApiServer::builder()
-        .resource(widgets.clone())
-        .start()
-        .await
-        .unwrap();
+    let (server, widgets) = widgets_server().await;
     let widget: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "example.com/v1", "kind": "Widget",
         "metadata": {"name": "w", "namespace": "a", "labels": {"size": "big"}},

@@ -13,13 +13,13 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use kcache_protobuf::envelope;
 use kcache_protobuf::frames::{FrameReader, parse_event};
-use kcache_store::{ApiResource, DynamicObject};
+use kcache_store::DynamicObject;
 use kcache_testing_server::fake_api_server::{
     FakeApiServer, Fault, FaultKind, INITIAL_EVENTS_END, ServedResource, Verb,
 };
 use serde_json::{Value, json};
 
-use crate::fake_api_server::create_pods;
+use crate::fake_api_server::{create_pods, widgets_server};
 use crate::fake_api_server_client::{Client, Reply};
 
 /// What client-go's clientsets send (`ContentConfig` with protobuf, then anything).
@@ -41,21 +41,12 @@ async fn send(
     accept: &str,
 ) -> Reply {
     let (content_type, body) = body.map_or((None, Bytes::new()), |(t, b)| (Some(t), b));
-    let resp = client
-        .send_raw(method, path, body, content_type, Some(accept))
-        .await;
-    let (parts, body) = resp.into_parts();
-    let body = tokio::time::timeout(Duration::from_secs(10), body.collect())
-        .await
-        .expect("body within 10 s")
-        .unwrap()
-        .to_bytes();
-    Reply {
-        status: parts.status,
-        headers: parts.headers,
-        version: parts.version,
-        body,
-    }
+    Client::read(
+        client
+            .send_raw(method, path, body, content_type, Some(accept))
+            .await,
+    )
+    .await
 }
 
 /// A GET with `Accept: accept`.
@@ -379,15 +370,7 @@ async fn errors_to_protobuf_requests_are_enveloped_statuses() {
 
 #[tokio::test]
 async fn custom_resources_are_406_to_protobuf_alone_and_json_otherwise() {
-    let widgets = ServedResource::new(
-        ApiResource::new("example.com", "v1", "widgets", true),
-        "Widget",
-    );
-    let server = FakeApiServer::builder()
-        .resource(widgets.clone())
-        .start()
-        .await
-        .unwrap();
+    let (server, widgets) = widgets_server().await;
     let widget: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "example.com/v1", "kind": "Widget",
         "metadata": {"name": "w", "namespace": "a"},
@@ -747,15 +730,7 @@ fn json_form(accept: &str) -> String {
 
 #[tokio::test]
 async fn metadata_in_protobuf_for_built_in_and_custom_resources() {
-    let widgets = ServedResource::new(
-        ApiResource::new("example.com", "v1", "widgets", true),
-        "Widget",
-    );
-    let server = FakeApiServer::builder()
-        .resource(widgets.clone())
-        .start()
-        .await
-        .unwrap();
+    let (server, widgets) = widgets_server().await;
     create_pods(&server, "a", ["p0", "p1"]);
     for name in ["w0", "w1"] {
         let widget: DynamicObject = serde_json::from_value(json!({
