@@ -174,7 +174,7 @@ impl<K: k8s_openapi::Resource> HttpListerWatcher<K> {
     }
 }
 
-impl<K: 'static> HttpListerWatcher<Compact<K>> {
+impl<K: DeserializeOwned + 'static> HttpListerWatcher<Compact<K>> {
     /// A builder for `resource`, producing [`Compact`] objects: only the metadata is decoded
     /// while listing and watching; the rest of each object is kept LZ4-compressed (without
     /// `managedFields`) against a dictionary its list and watches share, and decoded by
@@ -198,7 +198,7 @@ impl<K: 'static> HttpListerWatcher<Compact<K>> {
 
 #[cfg(feature = "k8s-openapi")]
 #[cfg_attr(docsrs, doc(cfg(feature = "k8s-openapi")))]
-impl<K: k8s_openapi::Resource + 'static> HttpListerWatcher<Compact<K>> {
+impl<K: k8s_openapi::Resource + DeserializeOwned + 'static> HttpListerWatcher<Compact<K>> {
     /// A builder of compact objects of the k8s-openapi type `K` (see
     /// [`compact`](Self::compact)): `Compact<Pod>`, decoded into a `Pod` on demand.
     pub fn compact_typed(client: Client) -> HttpListerWatcherBuilder<Compact<K>> {
@@ -208,7 +208,7 @@ impl<K: k8s_openapi::Resource + 'static> HttpListerWatcher<Compact<K>> {
     }
 }
 
-impl<K: 'static> HttpListerWatcherBuilder<Compact<K>> {
+impl<K: DeserializeOwned + 'static> HttpListerWatcherBuilder<Compact<K>> {
     crate::decode::setters::codec_setter!();
 
     /// Ask for metadata only (as
@@ -277,7 +277,8 @@ impl<T> HttpListerWatcherBuilder<T> {
     /// API's kind is asked for in JSON, as is a lister-watcher without a kind.
     /// The list budget, item count, per-event limit and the skipping of undecodable objects
     /// are the JSON path's. A metadata-only lister-watcher asks for its metadata in protobuf
-    /// (served for every resource, custom ones included); a compact one keeps asking for JSON.
+    /// (served for every resource, custom ones included); a compact one keeps protobuf answers
+    /// compact in protobuf (only the metadata decoded; [`Compact::typed`] reads the rest).
     ///
     /// ```no_run
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -20,8 +20,7 @@ use serde_json::value::RawValue;
 pub(crate) type ObjectFn<T> = Arc<dyn Fn(&str) -> Result<T, serde_json::Error> + Send + Sync>;
 
 /// The object function of a compact lister-watcher.
-pub(crate) fn compact_objects<K: 'static>(codec: CompactCodec) -> ObjectFn<Compact<K>> {
-    let codec = Arc::new(codec);
+pub(crate) fn compact_objects<K: 'static>(codec: Arc<CompactCodec>) -> ObjectFn<Compact<K>> {
     Arc::new(move |json: &str| codec.encode::<K>(json))
 }
 
@@ -94,7 +93,10 @@ mod tests {
     use kcache_store::{DynamicObject, Object};
 
     fn decode(line: &str) -> Result<WatchEvent<Compact<DynamicObject>>, Error> {
-        decode_event(&compact_objects(CompactCodec::new()), line.as_bytes())
+        decode_event(
+            &compact_objects(Arc::new(CompactCodec::new())),
+            line.as_bytes(),
+        )
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! instead of failing the whole list, so it cannot stall the cache.
 
 pub(crate) mod compact;
+pub(crate) mod compact_protobuf;
 pub(crate) mod exact_capacity;
 pub(crate) mod expect;
 pub(crate) mod forward;

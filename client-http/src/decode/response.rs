@@ -42,10 +42,10 @@ pub(crate) struct Decoding<T> {
     pub(crate) options: DecodeOptions,
     /// Builds objects instead of serde: a compact lister-watcher's shared codec.
     pub(crate) objects: Option<ObjectFn<T>>,
-    /// Builds objects from protobuf: a metadata-only lister-watcher's.
+    /// Builds objects from protobuf: a metadata-only or compact lister-watcher's.
     pub(crate) proto_objects: Option<ProtoObjectFn<T>>,
-    /// Ask for protobuf (JSON as the fallback); only when `objects` is `None` or
-    /// `proto_objects` is set.
+    /// Ask for protobuf (JSON as the fallback), as [`asks_protobuf`](Self::asks_protobuf)
+    /// decides.
     pub(crate) protobuf: bool,
 }
 
@@ -98,17 +98,16 @@ impl<T> Decoding<T> {
     /// Whether requests ask for protobuf: when told to, for metadata (served in protobuf for
     /// every resource), and for whole objects of a kind the protobuf table has (not for a
     /// custom resource, a beta version or an aggregated API's kind, which a server may well
-    /// send in a protobuf form the table cannot read; nor for compact objects, which keep
-    /// JSON).
+    /// send in a protobuf form the table cannot read), typed or compact.
     pub(crate) fn asks_protobuf(&self) -> bool {
         if !self.protobuf {
             return false;
         }
-        if self.proto_objects.is_some() {
+        let r#type = &self.expected.r#type;
+        if self.proto_objects.is_some() && r#type.accepts_metadata() {
             return true;
         }
-        let r#type = &self.expected.r#type;
-        self.objects.is_none()
+        (self.objects.is_none() || self.proto_objects.is_some())
             && r#type
                 .api_version()
                 .zip(r#type.kind())

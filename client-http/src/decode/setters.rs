@@ -61,7 +61,7 @@ macro_rules! decoding_setters {
     };
 }
 
-/// Expands, inside `impl<K: 'static> Builder<Compact<K>>`, to `codec`.
+/// Expands, inside `impl<K: DeserializeOwned + 'static> Builder<Compact<K>>`, to `codec`.
 macro_rules! codec_setter {
     () => {
         /// The codec that builds the compact objects (by default `CompactCodec::new()`:
@@ -69,10 +69,17 @@ macro_rules! codec_setter {
         /// (`skip_managed_fields`, `exact_capacities`) do not apply to compact objects. The
         /// codec is given the resource's type
         /// ([`expect_type`](kcache_store::CompactCodec::expect_type)), so that the compact
-        /// form refuses what a typed decode refuses.
+        /// form refuses what a typed decode refuses. With
+        /// [`protobuf`](Self::protobuf), protobuf answers are kept compact in protobuf by the
+        /// same codec (see [`Compact::encoding`](kcache_store::Compact::encoding)).
         pub fn codec(mut self, codec: kcache_store::CompactCodec) -> Self {
-            let codec = codec.expect_type(self.inner.decoding.expected.r#type.clone());
-            self.inner.decoding.objects = Some($crate::decode::compact::compact_objects(codec));
+            let codec =
+                std::sync::Arc::new(codec.expect_type(self.inner.decoding.expected.r#type.clone()));
+            self.inner.decoding.objects =
+                Some($crate::decode::compact::compact_objects(codec.clone()));
+            self.inner.decoding.proto_objects = Some(
+                $crate::decode::compact_protobuf::compact_proto_objects(codec),
+            );
             self
         }
     };

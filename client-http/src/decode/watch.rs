@@ -358,7 +358,7 @@ impl<K: 'static> WatchDecoder<kcache_store::Compact<K>> {
     /// assert_eq!(pod.name(), Some("a"));
     /// ```
     pub fn compact(codec: kcache_store::CompactCodec) -> Self {
-        Self::new().objects(Some(compact_objects(codec)))
+        Self::new().objects(Some(compact_objects(std::sync::Arc::new(codec))))
     }
 }
 

@@ -138,7 +138,7 @@ impl<T> KubeListerWatcherBuilder<T> {
     /// Ask for Kubernetes' protobuf encoding, JSON named as the fallback, as
     /// [`HttpListerWatcherBuilder::protobuf`](crate::HttpListerWatcherBuilder::protobuf) does
     /// (the same decoders read the answer, by its `Content-Type`); metadata-only ones ask for
-    /// their metadata in protobuf, compact ones keep asking for JSON.
+    /// their metadata in protobuf, compact ones keep protobuf answers compact in protobuf.
     pub fn protobuf(mut self) -> Self {
         self.inner.decoding.protobuf = true;
         self
@@ -150,7 +150,7 @@ impl<T> KubeListerWatcherBuilder<T> {
     }
 }
 
-impl<K: 'static> KubeListerWatcherBuilder<Compact<K>> {
+impl<K: DeserializeOwned + 'static> KubeListerWatcherBuilder<Compact<K>> {
     crate::decode::setters::codec_setter!();
 
     /// Ask for metadata only and keep it compact, as
@@ -249,7 +249,7 @@ impl<T> KubeListerWatcher<T> {
     }
 }
 
-impl<K: 'static> KubeListerWatcher<Compact<K>> {
+impl<K: DeserializeOwned + 'static> KubeListerWatcher<Compact<K>> {
     /// A builder producing [`Compact`] objects (only the metadata decoded, the rest kept
     /// compressed against a dictionary the list and watches share; see
     /// [`HttpListerWatcher::compact`](crate::HttpListerWatcher::compact)) for the resource of a

@@ -289,3 +289,110 @@ async fn kinds_the_table_lacks_are_asked_for_in_json() {
         ]
     );
 }
+
+/// Compact lister-watchers with protobuf: protobuf answers are kept compact in protobuf (only
+/// the metadata decoded), `typed()` gives what the JSON path gives, an object whose metadata
+/// does not read is left out with its reason; a JSON answer is kept compact in JSON.
+#[tokio::test]
+async fn compact_objects_stay_protobuf_and_decode_as_json_does() {
+    use kcache_store::{Compact, Object};
+
+    let proto = ScriptedServer::start(|req| {
+        if req.is_list() {
+            // Item c's metadata.name is a varint where a string belongs.
+            let mut bad = Vec::new();
+            put_nested(&mut bad, 1, |m| {
+                kcache_protobuf::wire::put_varint_field(m, 1, 7);
+                Ok(())
+            })
+            .unwrap();
+            let message = kcache_protobuf::table::message_for_kind("v1", "Pod").unwrap();
+            let mut list = Vec::new();
+            put_nested(&mut list, 1, |m| {
+                put_bytes(m, 2, b"10");
+                Ok(())
+            })
+            .unwrap();
+            for item in [pod("a", "8"), pod("b", "9")] {
+                put_bytes(
+                    &mut list,
+                    2,
+                    &kcache_protobuf::encode::to_vec(&item, message).unwrap(),
+                );
+            }
+            put_bytes(&mut list, 2, &bad);
+            let mut body = Vec::new();
+            envelope::write("v1", "PodList", &list, &mut body);
+            Reply::protobuf(200, body)
+        } else {
+            let frames: Vec<_> = events().iter().map(|(t, o)| frame(t, o)).collect();
+            Reply::protobuf_stream(200, futures_util::stream::iter(frames))
+        }
+    })
+    .await
+    .unwrap();
+    let json_server = ScriptedServer::start(move |req| {
+        if req.is_list() {
+            Reply::json(200, list_body("10", None, &[pod("a", "8"), pod("b", "9")]))
+        } else {
+            let lines: Vec<_> = events().iter().map(|(t, o)| watch_line(t, o)).collect();
+            Reply::stream(200, futures_util::stream::iter(lines))
+        }
+    })
+    .await
+    .unwrap();
+    let compact = |server: &ScriptedServer| {
+        let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+        HttpListerWatcher::<Compact<Pod>>::compact_typed(client)
+            .protobuf()
+            .build()
+    };
+    let (p, j) = (compact(&proto), compact(&json_server));
+    let typed = lister_watcher(&json_server, false);
+    let opts = ListOptions::default();
+    let from_protobuf = p.list(&opts).await.unwrap();
+    let from_json = j.list(&opts).await.unwrap();
+    let want = typed.list(&opts).await.unwrap().items;
+    assert_eq!(
+        proto.requests()[0].accept.as_deref(),
+        Some("application/vnd.kubernetes.protobuf, application/json")
+    );
+    assert_eq!(from_protobuf.resource_version, "10");
+    assert_eq!(from_protobuf.items.len(), 2);
+    assert_eq!(from_protobuf.skipped.len(), 1);
+    assert!(
+        from_protobuf.skipped[0].to_string().contains("list item 2"),
+        "{}",
+        from_protobuf.skipped[0]
+    );
+    for ((p, j), want) in from_protobuf.items.iter().zip(&from_json.items).zip(&want) {
+        assert_eq!(p.encoding(), "protobuf");
+        assert_eq!(j.encoding(), "json");
+        assert_eq!(&p.typed().unwrap(), want);
+        assert_eq!(&j.typed().unwrap(), want);
+        assert_eq!(p.owner_references(), j.owner_references());
+        assert_eq!(p.labels(), j.labels());
+        assert!(p.stored_len() < p.json_len());
+    }
+
+    let watch = ListOptions {
+        resource_version: "10".into(),
+        ..ListOptions::default()
+    };
+    let got: Vec<_> = p.watch(&watch).await.unwrap().collect().await;
+    let want: Vec<_> = typed.watch(&watch).await.unwrap().collect().await;
+    assert_eq!(got.len(), 5);
+    for (g, w) in got.iter().zip(&want) {
+        match (g.as_ref().unwrap(), w.as_ref().unwrap()) {
+            (WatchEvent::Added(a), WatchEvent::Added(b))
+            | (WatchEvent::Modified(a), WatchEvent::Modified(b))
+            | (WatchEvent::Deleted(a), WatchEvent::Deleted(b)) => {
+                assert_eq!(a.encoding(), "protobuf");
+                assert_eq!(&a.typed().unwrap(), b);
+            }
+            (WatchEvent::Bookmark(a), WatchEvent::Bookmark(b)) => assert_eq!(a, b),
+            (WatchEvent::Error(a), WatchEvent::Error(b)) => assert_eq!(a, b),
+            other => panic!("events differ: {other:?}"),
+        }
+    }
+}

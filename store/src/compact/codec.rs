@@ -9,8 +9,9 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
-use super::Compact;
 use super::meta::{read_meta, without_managed_fields_slow, without_member_into};
+use super::summary::CompactMetadata;
+use super::{Compact, PayloadFormat};
 use crate::{ExpectedType, MAX_NESTING, nesting_exceeds};
 
 /// The most of a dictionary LZ4 can refer back to (its window): 64 KiB.
@@ -86,8 +87,7 @@ fn compress(input: &[u8], dictionary: Option<&Dictionary>) -> Option<Box<[u8]>> 
 }
 
 impl Packed {
-    fn pack(json: &str, dictionary: Option<Dictionary>) -> Self {
-        let input = json.as_bytes();
+    fn pack(input: &[u8], dictionary: Option<Dictionary>) -> Self {
         if let Some(bytes) = compress(input, dictionary.as_ref()) {
             Self {
                 bytes,
@@ -105,18 +105,22 @@ impl Packed {
         }
     }
 
-    /// The JSON text back.
-    pub(crate) fn unpack(&self) -> Result<String, serde_json::Error> {
-        let bytes = if self.compressed {
+    /// The bytes back.
+    pub(crate) fn unpack_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
+        if self.compressed {
             let out = match &self.dictionary {
                 Some(d) => lz4_flex::block::decompress_with_dict(&self.bytes, self.len, &d.0),
                 None => lz4_flex::block::decompress(&self.bytes, self.len),
             };
-            out.map_err(|e| corrupt(&e))?
+            out.map_err(|e| corrupt(&e))
         } else {
-            self.bytes.to_vec()
-        };
-        String::from_utf8(bytes).map_err(|e| corrupt(&e))
+            Ok(self.bytes.to_vec())
+        }
+    }
+
+    /// The JSON text back (of an object kept as JSON).
+    pub(crate) fn unpack(&self) -> Result<String, serde_json::Error> {
+        String::from_utf8(self.unpack_bytes()?).map_err(|e| corrupt(&e))
     }
 }
 
@@ -293,8 +297,31 @@ impl CompactCodec {
         Ok(Compact {
             meta,
             packed,
+            format: None,
             _k: PhantomData,
         })
+    }
+
+    /// The compact form of an object decoded from another encoding: `metadata` read from the
+    /// object's metadata (see [`CompactMetadata`]), `payload` the object's bytes as `format`
+    /// reads them back (without `managedFields` unless the caller keeps them), compressed
+    /// against the stream's dictionary as JSON objects are.
+    ///
+    /// The caller has checked the object's type against the [expected](Self::expected_type)
+    /// one. `format` is shared (an `Arc`) by the objects of one stream. See
+    /// [`PayloadFormat`] for an example.
+    pub fn encode_parts<K>(
+        &self,
+        metadata: CompactMetadata,
+        payload: &[u8],
+        format: Arc<dyn PayloadFormat<K>>,
+    ) -> Compact<K> {
+        Compact {
+            meta: metadata.0,
+            packed: Packed::pack(payload, self.dictionary_for(payload)),
+            format: Some(format),
+            _k: PhantomData,
+        }
     }
 
     /// `text` (what is kept of an object) checked for nesting and packed.
@@ -306,16 +333,19 @@ impl CompactCodec {
                 "the object nests deeper than {MAX_NESTING} levels"
             )));
         }
-        let dictionary = if self.learn {
-            Some(
-                self.dictionary
-                    .get_or_init(|| Dictionary::of(text.as_bytes()))
-                    .clone(),
-            )
+        Ok(Packed::pack(
+            text.as_bytes(),
+            self.dictionary_for(text.as_bytes()),
+        ))
+    }
+
+    /// The dictionary to compress `kept` against: learned from it if this is the first object.
+    fn dictionary_for(&self, kept: &[u8]) -> Option<Dictionary> {
+        if self.learn {
+            Some(self.dictionary.get_or_init(|| Dictionary::of(kept)).clone())
         } else {
             self.dictionary.get().cloned()
-        };
-        Ok(Packed::pack(text, dictionary))
+        }
     }
 
     /// The compact form of `object`, through its JSON.

@@ -16,11 +16,14 @@
 
 mod codec;
 mod meta;
+mod payload;
 mod pointer;
+mod summary;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -30,6 +33,8 @@ use serde_json::value::RawValue;
 pub use self::codec::CompactCodec;
 use self::codec::Packed;
 use self::meta::CompactMeta;
+pub use self::payload::PayloadFormat;
+pub use self::summary::CompactMetadata;
 use crate::Object;
 
 /// An object of type `K` kept compact: its metadata decoded, the rest as compressed JSON.
@@ -56,6 +61,8 @@ use crate::Object;
 pub struct Compact<K> {
     meta: CompactMeta,
     packed: Packed,
+    /// How the payload is read when it is not JSON (an object decoded from protobuf).
+    format: Option<Arc<dyn PayloadFormat<K>>>,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -64,6 +71,7 @@ impl<K> Clone for Compact<K> {
         Self {
             meta: self.meta.clone(),
             packed: self.packed.clone(),
+            format: self.format.clone(),
             _k: PhantomData,
         }
     }
@@ -75,7 +83,8 @@ impl<K> fmt::Debug for Compact<K> {
             .field("namespace", &self.meta.namespace)
             .field("name", &self.meta.name)
             .field("resource_version", &self.meta.resource_version)
-            .field("json_len", &self.packed.len)
+            .field("encoding", &self.encoding())
+            .field("payload_len", &self.packed.len)
             .field("stored_len", &self.packed.bytes.len())
             .finish_non_exhaustive()
     }
@@ -103,16 +112,29 @@ impl<K> Compact<K> {
     where
         K: DeserializeOwned,
     {
-        serde_json::from_str(&self.packed.unpack()?)
+        match &self.format {
+            None => serde_json::from_str(&self.packed.unpack()?),
+            Some(format) => format.typed(&self.packed.unpack_bytes()?),
+        }
     }
 
-    /// The object's JSON (without `managedFields` unless the codec kept them).
+    /// The object's JSON (without `managedFields` unless the codec kept them). An object kept
+    /// in another encoding is converted (as its [`PayloadFormat`] writes JSON).
     ///
     /// # Errors
     ///
-    /// Only if the stored bytes were corrupted in memory.
+    /// Only if the stored bytes were corrupted in memory, or (another encoding) they do not
+    /// decode.
     pub fn json(&self) -> Result<String, serde_json::Error> {
-        self.packed.unpack()
+        match &self.format {
+            None => self.packed.unpack(),
+            Some(format) => format.json(&self.packed.unpack_bytes()?),
+        }
+    }
+
+    /// The encoding the object is kept in: `"json"`, or its [`PayloadFormat`]'s name.
+    pub fn encoding(&self) -> &'static str {
+        self.format.as_ref().map_or("json", |f| f.name())
     }
 
     /// The value at a JSON pointer (`/spec/nodeName`, `/spec/containers/0/image`; RFC 6901),
@@ -123,15 +145,17 @@ impl<K> Compact<K> {
     ///
     /// `pointer` is not empty and does not start with `/`.
     pub fn pointer(&self, pointer: &str) -> Result<Option<Value>, serde_json::Error> {
-        pointer::read_pointer(&self.packed.unpack()?, pointer)
+        pointer::read_pointer(&self.json()?, pointer)
     }
 
-    /// The size of the object's JSON as kept (without `managedFields` unless kept), in bytes.
+    /// The size of the object as kept (without `managedFields` unless kept), in bytes, before
+    /// compression: of its JSON, or of its payload in the [encoding](Self::encoding) it was
+    /// decoded from.
     pub fn json_len(&self) -> usize {
         self.packed.len
     }
 
-    /// The bytes the JSON takes in memory, compressed.
+    /// The bytes the object takes in memory, compressed.
     pub fn stored_len(&self) -> usize {
         self.packed.bytes.len()
     }
@@ -186,7 +210,7 @@ impl<'de, K> Deserialize<'de> for Compact<K> {
 impl<K> Serialize for Compact<K> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::Error as _;
-        let json = self.packed.unpack().map_err(S::Error::custom)?;
+        let json = self.json().map_err(S::Error::custom)?;
         let raw = RawValue::from_string(json).map_err(S::Error::custom)?;
         raw.serialize(s)
     }

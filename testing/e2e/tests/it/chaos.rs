@@ -12,12 +12,13 @@
 //!
 //! Seeds of 0 (mod 4) cache compact objects (`Compact<DynamicObject>`: metadata decoded, the
 //! rest compressed), of 1 typed ones (`DynamicObject`), of 2 metadata only
-//! (`PartialObjectMetadata` from metadata-only lists and watches), of 3 typed ones or metadata
-//! only read in protobuf (lists, watch frames and their faults in Kubernetes' protobuf
-//! encoding), alternately: every form must pass the same checks. Seeds whose `seed / 4` is
-//! even run over client-http's own client, the others over kube-rs's (`KubeListerWatcher`):
-//! both backends must pass them too. The default eight seeds cover each JSON form on each
-//! backend and each protobuf form on one (sixteen seeds cover both on both).
+//! (`PartialObjectMetadata` from metadata-only lists and watches), of 3 typed ones, metadata
+//! only or compact ones read in protobuf (lists, watch frames and their faults in Kubernetes'
+//! protobuf encoding), in turn: every form must pass the same checks. Seeds whose `seed / 4`
+//! is even run over client-http's own client, the others over kube-rs's
+//! (`KubeListerWatcher`): both backends must pass them too. The default eight seeds cover each
+//! JSON form on each backend and the typed and metadata protobuf forms on one; 24 seeds cover
+//! every form on both.
 //!
 //! `KCACHE_CHAOS_SEEDS=N` (or `cargo xtask chaos --seeds N`) runs N seeds; the test command
 //! runs a few. A failure prints its seed; `KCACHE_CHAOS_SEED=S` replays one.
@@ -365,21 +366,32 @@ async fn run_seed(seed: u64) {
             run_form::<PartialObjectMetadata>(seed, "metadata", backend, Backend::metadata_pods)
                 .await;
         }
-        // Typed or metadata only, alternating over the backends: seed 3 typed over
-        // client-http, 7 metadata over kube-rs's client, 11 metadata over client-http, 15
-        // typed over kube-rs's.
-        _ if (seed / 4 + seed / 8).is_multiple_of(2) => {
-            run_form::<DynamicObject>(seed, "protobuf", backend, Backend::protobuf_pods).await;
-        }
-        _ => {
-            run_form::<PartialObjectMetadata>(
-                seed,
-                "metadata-protobuf",
-                backend,
-                Backend::metadata_protobuf_pods,
-            )
-            .await;
-        }
+        // Typed, metadata only or compact, in turn, over alternating backends: seed 3 typed
+        // over client-http, 7 metadata over kube-rs's client, 11 compact over client-http, 15
+        // typed over kube-rs's, 19 metadata over client-http, 23 compact over kube-rs's.
+        _ => match (seed / 4) % 3 {
+            0 => {
+                run_form::<DynamicObject>(seed, "protobuf", backend, Backend::protobuf_pods).await;
+            }
+            1 => {
+                run_form::<PartialObjectMetadata>(
+                    seed,
+                    "metadata-protobuf",
+                    backend,
+                    Backend::metadata_protobuf_pods,
+                )
+                .await;
+            }
+            _ => {
+                run_form::<Compact<DynamicObject>>(
+                    seed,
+                    "compact-protobuf",
+                    backend,
+                    Backend::compact_protobuf_pods,
+                )
+                .await;
+            }
+        },
     }
 }
 
@@ -433,6 +445,13 @@ async fn run_form<T: Object + Clone + serde::de::DeserializeOwned>(
     for log in &logs {
         assert_eq!(log.errors(), Vec::<String>::new(), "{context}");
     }
+    // A protobuf form asked for protobuf, and only it did.
+    let asked_protobuf = world.server.requests().iter().any(|r| {
+        r.accept
+            .as_deref()
+            .is_some_and(|a| a.starts_with("application/vnd.kubernetes.protobuf"))
+    });
+    assert_eq!(asked_protobuf, form.ends_with("protobuf"), "{context}");
     cancel.cancel();
     run.await.unwrap().unwrap();
     world.server.shutdown().await;

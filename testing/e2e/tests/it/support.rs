@@ -142,10 +142,31 @@ impl Backend {
         }
     }
 
+    /// Pods of every namespace at plain-HTTP `url` as compact objects (the default codec),
+    /// asked for in protobuf.
+    pub(crate) fn compact_protobuf_pods<K>(self, url: &str) -> Arc<dyn ListerWatcher<Compact<K>>>
+    where
+        K: DeserializeOwned + 'static,
+    {
+        match self {
+            Self::Http => Arc::new(
+                HttpListerWatcher::compact(http_client(url), pods())
+                    .kind("Pod")
+                    .protobuf()
+                    .build(),
+            ),
+            Self::Kube => Arc::new(
+                KubeListerWatcher::compact(kube_pods(url))
+                    .protobuf()
+                    .build(),
+            ),
+        }
+    }
+
     /// Pods of every namespace at plain-HTTP `url` as compact objects (the default codec).
     pub(crate) fn compact_pods<K>(self, url: &str) -> Arc<dyn ListerWatcher<Compact<K>>>
     where
-        K: 'static,
+        K: DeserializeOwned + 'static,
     {
         match self {
             Self::Http => Arc::new(HttpListerWatcher::compact(http_client(url), pods()).build()),
