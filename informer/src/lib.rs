@@ -104,8 +104,8 @@ pub use self::leader::{
 };
 pub use self::read_only::ReadOnlyIndexer;
 pub use self::reconcile::{
-    Action, DEFAULT_CACHE_SYNC_TIMEOUT, Owns, ReconcileRunner, ReconcileRunnerBuilder,
-    TerminalError,
+    Action, Change, DEFAULT_CACHE_SYNC_TIMEOUT, Owns, Predicate, ReconcileRunner,
+    ReconcileRunnerBuilder, TerminalError,
 };
 pub use self::registration::Registration;
 pub use self::shared_informer::{InformerBuilder, QueueKind, RunMode, SharedIndexInformer};

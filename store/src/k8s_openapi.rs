@@ -35,17 +35,6 @@ where
         self.metadata().generation
     }
     fn owner_references(&self) -> Vec<crate::OwnerReference> {
-        self.metadata()
-            .owner_references
-            .iter()
-            .flatten()
-            .map(|r| crate::OwnerReference {
-                api_version: r.api_version.clone(),
-                kind: r.kind.clone(),
-                name: r.name.clone(),
-                uid: r.uid.clone(),
-                controller: r.controller,
-            })
-            .collect()
+        crate::ObjectMetadata::owner_references(self.metadata())
     }
 }

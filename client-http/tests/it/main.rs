@@ -11,6 +11,7 @@ mod client_key;
 mod exact_capacity;
 mod exec_limits;
 mod failure_chain;
+mod finalizer;
 // HTTP/2 stream limits: more connections, clear errors, HTTP/1.1 over TLS.
 mod h2_streams;
 mod impersonate;

@@ -5,6 +5,7 @@
 
 mod action;
 mod enqueue;
+mod predicate;
 mod worker;
 
 use std::fmt;
@@ -23,6 +24,8 @@ use tokio_util::sync::CancellationToken;
 pub use self::action::{Action, TerminalError};
 pub use self::enqueue::Owns;
 use self::enqueue::{EnqueueMapped, EnqueueObject, EnqueueOwners, Keys, MapFn};
+use self::predicate::Filtered;
+pub use self::predicate::{Change, Predicate};
 use self::worker::{Worker, WorkerLogs};
 use crate::metrics::ReconcileMetrics;
 use crate::{BoxError, Error, Result, ShardFilter, SharedIndexInformer};
@@ -121,6 +124,7 @@ pub struct ReconcileRunnerBuilder<P: Object> {
     cache_sync_timeout: Duration,
     rate_limiter: Option<Arc<dyn RateLimiter<ObjectKey>>>,
     shards: Option<ShardFilter>,
+    predicates: Vec<Predicate<P>>,
     extra: Vec<MakeSource>,
 }
 
@@ -134,6 +138,7 @@ impl ReconcileRunner {
             cache_sync_timeout: DEFAULT_CACHE_SYNC_TIMEOUT,
             rate_limiter: None,
             shards: None,
+            predicates: Vec::new(),
             extra: Vec::new(),
         }
     }
@@ -360,16 +365,43 @@ impl<P: Object> ReconcileRunnerBuilder<P> {
         self
     }
 
+    /// Reconciles a primary object's change only if `predicate` lets it through (and every
+    /// other predicate given; see [`Predicate`]). By default every change of a primary object
+    /// is reconciled, as controller-runtime's `For` and kube-rs's `Controller` do: a
+    /// controller that writes its own object's status and should not react to that write
+    /// gives [`Predicate::generation_changed`] here.
+    #[must_use]
+    pub fn predicate(mut self, predicate: Predicate<P>) -> Self {
+        self.predicates.push(predicate);
+        self
+    }
+
     /// Reconciles the owner of every object of `owned` that changes, found through its owner
     /// references (controller-runtime's `Owns`): a pod's change reconciles its deployment.
     #[must_use]
-    pub fn owns<C: Object>(mut self, owned: &SharedIndexInformer<C>, owns: Owns) -> Self {
+    pub fn owns<C: Object>(self, owned: &SharedIndexInformer<C>, owns: Owns) -> Self {
+        self.owns_where(owned, owns, Vec::new())
+    }
+
+    /// As [`owns`](Self::owns), for the changes of `owned` that every one of `predicates`
+    /// lets through.
+    #[must_use]
+    pub fn owns_where<C: Object>(
+        mut self,
+        owned: &SharedIndexInformer<C>,
+        owns: Owns,
+        predicates: Vec<Predicate<C>>,
+    ) -> Self {
         let owned = owned.clone();
         self.extra.push(Box::new(move |keys, runner| {
             let handler = EnqueueOwners {
                 keys: keys.clone(),
                 owns: owns.clone(),
                 name: format!("{runner}: owners ({owns:?})"),
+            };
+            let handler = Filtered {
+                inner: handler,
+                predicates,
             };
             source(&owned, handler, format!("owned {owns:?}"))
         }));
@@ -380,9 +412,21 @@ impl<P: Object> ReconcileRunnerBuilder<P> {
     /// (controller-runtime's `Watches` with a map function).
     #[must_use]
     pub fn watches<C: Object>(
+        self,
+        other: &SharedIndexInformer<C>,
+        map: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self {
+        self.watches_where(other, map, Vec::new())
+    }
+
+    /// As [`watches`](Self::watches), for the changes of `other` that every one of
+    /// `predicates` lets through.
+    #[must_use]
+    pub fn watches_where<C: Object>(
         mut self,
         other: &SharedIndexInformer<C>,
         map: impl Fn(&C) -> Vec<ObjectKey> + Send + Sync + 'static,
+        predicates: Vec<Predicate<C>>,
     ) -> Self {
         let other = other.clone();
         let map: MapFn<C> = Arc::new(map);
@@ -391,6 +435,10 @@ impl<P: Object> ReconcileRunnerBuilder<P> {
                 keys: keys.clone(),
                 map,
                 name: format!("{runner}: mapped"),
+            };
+            let handler = Filtered {
+                inner: handler,
+                predicates,
             };
             source(&other, handler, "watched".to_owned())
         }));
@@ -412,9 +460,12 @@ impl<P: Object> ReconcileRunnerBuilder<P> {
             queue: queue.clone(),
             shards: self.shards.clone(),
         };
-        let primary = EnqueueObject {
-            keys: keys.clone(),
-            name: format!("{}: objects", self.name),
+        let primary = Filtered {
+            inner: EnqueueObject {
+                keys: keys.clone(),
+                name: format!("{}: objects", self.name),
+            },
+            predicates: self.predicates,
         };
         let mut sources = Vec::with_capacity(1 + self.extra.len());
         let built = std::iter::once(source(&self.primary, primary, "primary".to_owned()))

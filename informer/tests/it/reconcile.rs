@@ -663,3 +663,109 @@ async fn a_panicking_map_skips_its_event_and_cluster_scoped_owners_are_keyed_by_
         run.await.unwrap().unwrap();
     }
 }
+
+/// Predicates: the primary's own status writes (same generation) are not reconciled, spec
+/// changes (a new generation) and deletion marks are; an owned kind's changes reach the owner
+/// only when its predicate lets them through. After each filtered change a marker widget is
+/// added: one worker takes keys in order, so once the marker is reconciled, a key the
+/// filtered change had queued would have been reconciled before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn predicates_keep_a_controllers_own_status_writes_from_reconciling() {
+    use kcache_informer::Predicate;
+
+    let (widgets_api, widgets) = informer(Duration::ZERO);
+    let (pods_api, pods) = informer(Duration::ZERO);
+    let mut widget = pod("shop", "web");
+    widget.metadata.generation = Some(1);
+    let widget = widgets_api.add(widget);
+    let runner = ReconcileRunner::builder(&widgets)
+        .predicate(Predicate::generation_changed())
+        .owns_where(
+            &pods,
+            Owns::controller("apps", "Deployment"),
+            vec![Predicate::labels_changed()],
+        )
+        .build()
+        .unwrap();
+    let journal = Arc::new(Journal::default());
+    let (stop_w, run_w) = start(&widgets);
+    let (stop_p, run_p) = start(&pods);
+    let cancel = CancellationToken::new();
+    let running = tokio::spawn({
+        let journal = Arc::clone(&journal);
+        runner.run(
+            Arc::new(()),
+            move |key: ObjectKey, _| {
+                journal.record(&key, None);
+                async { Ok::<_, BoxError>(Action::Done) }
+            },
+            cancel.clone(),
+        )
+    });
+    let runs = || journal.runs_of("shop/web").len();
+    let markers = AtomicUsize::new(0);
+    // Adds a marker widget and waits for its reconcile.
+    let marker = || {
+        let n = markers.fetch_add(1, Ordering::SeqCst);
+        let name = format!("marker-{n}");
+        widgets_api.add(pod("shop", &name));
+        let journal = Arc::clone(&journal);
+        async move {
+            eventually("the marker", || !journal.runs_of(&format!("shop/{name}")).is_empty())
+                .await;
+        }
+    };
+    eventually("the initial reconcile", || runs() == 1).await;
+
+    // A status write: same generation, filtered.
+    let mut status = widget.clone();
+    status
+        .data
+        .insert("status".into(), serde_json::json!({"ready": true}));
+    let status = widgets_api.update(status);
+    marker().await;
+    assert_eq!(runs(), 1, "the status write was filtered");
+    // A spec change: reconciled.
+    let mut spec = status.clone();
+    spec.metadata.generation = Some(2);
+    let spec = widgets_api.update(spec);
+    eventually("the spec change", || runs() == 2).await;
+
+    // An owned pod appears (an add always passes), changes without a label change
+    // (filtered), then with one (reconciled).
+    let owner = OwnerReference::new("apps/v1", "Deployment", "web").controlled();
+    let child = pods_api.add(with_owner("shop", "web-1", &owner));
+    eventually("the owned pod's add", || runs() == 3).await;
+    let mut touched = child.clone();
+    touched
+        .data
+        .insert("status".into(), serde_json::json!({"phase": "Running"}));
+    let touched = pods_api.update(touched);
+    // The marker goes through the pods' source, whose events are handled in order.
+    let marker_owner = OwnerReference::new("apps/v1", "Deployment", "pod-marker").controlled();
+    pods_api.add(with_owner("shop", "marker-pod", &marker_owner));
+    eventually("the pod marker", || {
+        !journal.runs_of("shop/pod-marker").is_empty()
+    })
+    .await;
+    assert_eq!(runs(), 3, "the pod's status change was filtered");
+    let mut labelled = touched.clone();
+    labelled
+        .metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert("tier".into(), "web".into());
+    pods_api.update(labelled);
+    eventually("the owned pod's label change", || runs() == 4).await;
+    // The deletion mark of the widget passes (a finalizer's cleanup must run).
+    let mut deleting = spec.clone();
+    deleting.metadata.deletion_timestamp = Some("2025-01-01T00:00:00Z".into());
+    widgets_api.update(deleting);
+    eventually("the deletion mark", || runs() == 5).await;
+    cancel.cancel();
+    running.await.unwrap().unwrap();
+    stop_w.cancel();
+    stop_p.cancel();
+    run_w.await.unwrap().unwrap();
+    run_p.await.unwrap().unwrap();
+}

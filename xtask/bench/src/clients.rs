@@ -43,6 +43,8 @@ pub enum Form {
     /// Typed `Pod`s from a lister-watcher that asks for protobuf (`.protobuf()`).
     TypedProtobuf,
     Compact,
+    /// `Compact<Pod>`s from a lister-watcher that asks for protobuf: kept compact in protobuf.
+    CompactProtobuf,
     Metadata,
     /// `PartialObjectMetadata`s from a metadata-only lister-watcher that asks for protobuf.
     MetadataProtobuf,
@@ -88,7 +90,9 @@ pub struct Row {
     pub which: Which,
 }
 
-use Form::{Compact, Metadata, MetadataCompact, MetadataProtobuf, Typed, TypedProtobuf};
+use Form::{
+    Compact, CompactProtobuf, Metadata, MetadataCompact, MetadataProtobuf, Typed, TypedProtobuf,
+};
 use ListMode::{Paginated, Streaming};
 
 const fn kube(list: ListMode, own_thread: bool) -> Which {
@@ -149,6 +153,7 @@ pub const ROWS: &[Row] = &[
     row("metadata-protobuf", "kcache PartialObjectMetadata over protobuf (streaming, run)", kcache(MetadataProtobuf, Streaming, true, false)),
     row("metadata-compact", "kcache Compact<PartialObjectMetadata> (metadata only, streaming, run)", kcache(MetadataCompact, Streaming, true, false)),
     row("protobuf", "kcache Pod over protobuf (streaming, run)", kcache(TypedProtobuf, Streaming, true, false)),
+    row("compact-protobuf", "kcache Compact<Pod> over protobuf (streaming, run)", kcache(CompactProtobuf, Streaming, true, false)),
 ];
 
 /// The rows run when `--only` is not given: kube-rs's two list modes, kcache's typed and compact
@@ -292,17 +297,22 @@ pub async fn start(which: Which, target: &Target) -> Result<Running, BoxError> {
                 };
                 start_kcache(lw, list, inline, seen, cancel).await
             }
-            Compact => {
+            Compact | CompactProtobuf => {
                 let codec = CompactCodec::new().keep_managed_fields(!lean);
                 let lw: Arc<dyn ListerWatcher<CompactObject<Pod>>> = match backend {
-                    Backend::Http => Arc::new(
-                        HttpListerWatcher::<CompactObject<Pod>>::compact_typed(Client::new(
-                            target.kcache_config()?,
-                        )?)
+                    Backend::Http => {
+                        let builder = HttpListerWatcher::<CompactObject<Pod>>::compact_typed(
+                            Client::new(target.kcache_config()?)?,
+                        )
                         .all_namespaces()
-                        .codec(codec)
-                        .build(),
-                    ),
+                        .codec(codec);
+                        let builder = if form == CompactProtobuf {
+                            builder.protobuf()
+                        } else {
+                            builder
+                        };
+                        Arc::new(builder.build())
+                    }
                     Backend::Kube => Arc::new(
                         KubeListerWatcher::<CompactObject<Pod>>::compact(kube_pods(target).await?)
                             .codec(codec)

@@ -98,8 +98,19 @@ fn apply_op(doc: &mut Value, op: &Value, copied: &mut usize) -> Result<(), JsonP
             add(doc, &path, value)
         }
         "test" => {
+            let want = value()?;
+            // A missing member of an existing object tests equal to `null`, as kube-apiserver's
+            // JSON patch has it (clients test `/metadata/finalizers` against `null` before
+            // adding the first finalizer).
+            if want.is_null()
+                && let Some((last, parent)) = path.split_last()
+                && let Value::Object(members) = get_mut(doc, parent)?
+                && !members.contains_key(last)
+            {
+                return Ok(());
+            }
             let found = get_mut(doc, &path)?;
-            if json_eq(found, value()?) {
+            if json_eq(found, want) {
                 Ok(())
             } else {
                 Err(failed(format!("testing value {} failed", show(&path))))
@@ -247,6 +258,24 @@ fn numbers_eq(x: &Number, y: &Number) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_missing_member_tests_equal_to_null() {
+        let doc = json!({"metadata": {"name": "a"}});
+        let add_first = json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["f"]},
+        ]);
+        let doc = match apply(doc, &add_first) {
+            Ok(doc) => doc,
+            Err(e) => panic!("{e:?}"),
+        };
+        assert_eq!(doc["metadata"]["finalizers"], json!(["f"]));
+        // Now present: testing it against null fails; a missing parent fails too.
+        assert!(apply(doc.clone(), &add_first).is_err());
+        let deeper = json!([{"op": "test", "path": "/spec/x", "value": null}]);
+        assert!(apply(doc, &deeper).is_err());
+    }
+
     use serde_json::json;
 
     use super::*;
