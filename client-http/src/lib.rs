@@ -180,9 +180,7 @@ pub use self::transport::proxy::{Proxy, ProxyProtocol, ProxyUrl};
 pub use self::transport::{
     H2_PING_INTERVAL, H2_PING_TIMEOUT, HyperTransport, ResponseBody, Transport,
 };
-pub use self::write::finalizer::{
-    FINALIZER_ATTEMPTS, FinalizerError, FinalizerEvent, finalizer,
-};
+pub use self::write::finalizer::{FINALIZER_ATTEMPTS, FinalizerError, FinalizerEvent, finalizer};
 pub use self::write::object_client::{ObjectClient, ObjectClientBuilder};
 pub use self::write::patch::Patch;
 pub use self::write::preconditions::Preconditions;

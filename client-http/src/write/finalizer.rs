@@ -317,9 +317,7 @@ mod tests {
     fn object(finalizers: Option<&[&str]>, deleting: bool) -> DynamicObject {
         let mut o = DynamicObject::new(Some("ns"), "a");
         if let Some(list) = finalizers {
-            o.metadata
-                .other
-                .insert("finalizers".into(), json!(list));
+            o.metadata.other.insert("finalizers".into(), json!(list));
         }
         if deleting {
             o.metadata.deletion_timestamp = Some("2025-01-01T00:00:00Z".into());
@@ -330,14 +328,26 @@ mod tests {
     #[test]
     fn the_step_follows_deletion_and_the_finalizer() {
         let f = "example.com/x";
-        assert!(matches!(step(&object(None, false), f).unwrap(), Step::Add(None)));
+        assert!(matches!(
+            step(&object(None, false), f).unwrap(),
+            Step::Add(None)
+        ));
         assert!(matches!(
             step(&object(Some(&["other"]), false), f).unwrap(),
             Step::Add(Some(l)) if l == ["other"]
         ));
-        assert!(matches!(step(&object(Some(&[f]), false), f).unwrap(), Step::Apply));
-        assert!(matches!(step(&object(Some(&[f]), true), f).unwrap(), Step::Cleanup));
-        assert!(matches!(step(&object(Some(&["other"]), true), f).unwrap(), Step::Nothing));
+        assert!(matches!(
+            step(&object(Some(&[f]), false), f).unwrap(),
+            Step::Apply
+        ));
+        assert!(matches!(
+            step(&object(Some(&[f]), true), f).unwrap(),
+            Step::Cleanup
+        ));
+        assert!(matches!(
+            step(&object(Some(&["other"]), true), f).unwrap(),
+            Step::Nothing
+        ));
     }
 
     #[test]
@@ -345,7 +355,10 @@ mod tests {
         let Patch::Json(add) = add_patch(None, "f") else {
             panic!("a JSON patch")
         };
-        assert_eq!(add[0], json!({"op": "test", "path": "/metadata/finalizers", "value": null}));
+        assert_eq!(
+            add[0],
+            json!({"op": "test", "path": "/metadata/finalizers", "value": null})
+        );
         let Patch::Json(remove) = remove_patch(&["a".into(), "f".into()], "f") else {
             panic!("a JSON patch")
         };

@@ -22,7 +22,7 @@ fn finalizers(o: &DynamicObject) -> Value {
         .unwrap_or(Value::Null)
 }
 
-async fn configmaps(server: &FakeApiServer) -> ObjectClient<DynamicObject> {
+fn configmaps(server: &FakeApiServer) -> ObjectClient<DynamicObject> {
     let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
     ObjectClient::builder(client, ApiResource::new("", "v1", "configmaps", true))
         .namespace("shop")
@@ -40,7 +40,7 @@ async fn step(event: FinalizerEvent<DynamicObject>) -> Result<&'static str, std:
 #[tokio::test]
 async fn a_concurrent_writers_finalizer_is_never_lost() {
     let server = FakeApiServer::start().await.unwrap();
-    let api = configmaps(&server).await;
+    let api = configmaps(&server);
     // The cache's copy: no finalizers yet.
     let cached = Arc::new(
         api.create(&DynamicObject::new(Some("shop"), "web"))
@@ -79,7 +79,7 @@ async fn a_concurrent_writers_finalizer_is_never_lost() {
 #[tokio::test]
 async fn a_failed_cleanup_keeps_the_finalizer_and_a_later_one_removes_it() {
     let server = FakeApiServer::start().await.unwrap();
-    let api = configmaps(&server).await;
+    let api = configmaps(&server);
     let created = Arc::new(
         api.create(&DynamicObject::new(Some("shop"), "db"))
             .await
@@ -119,7 +119,7 @@ async fn a_failed_cleanup_keeps_the_finalizer_and_a_later_one_removes_it() {
 #[tokio::test]
 async fn being_deleted_without_the_finalizer_runs_nothing() {
     let server = FakeApiServer::start().await.unwrap();
-    let api = configmaps(&server).await;
+    let api = configmaps(&server);
     let mut held = DynamicObject::new(Some("shop"), "cache");
     held.metadata
         .other

@@ -61,8 +61,11 @@ pub enum Change<'a, T> {
 /// ```
 pub struct Predicate<T> {
     name: Arc<str>,
-    allows: Arc<dyn Fn(&Change<'_, T>) -> bool + Send + Sync>,
+    allows: AllowsFn<T>,
 }
+
+/// A predicate's decision.
+type AllowsFn<T> = Arc<dyn Fn(&Change<'_, T>) -> bool + Send + Sync>;
 
 impl<T> Clone for Predicate<T> {
     fn clone(&self) -> Self {
@@ -140,14 +143,18 @@ impl<T: Object> Predicate<T> {
     #[must_use]
     pub fn or(self, other: Self) -> Self {
         let name = format!("{} or {}", self.name, other.name);
-        Self::new(name, move |change| self.allows(change) || other.allows(change))
+        Self::new(name, move |change| {
+            self.allows(change) || other.allows(change)
+        })
     }
 
     /// Changes that both predicates let through.
     #[must_use]
     pub fn and(self, other: Self) -> Self {
         let name = format!("{} and {}", self.name, other.name);
-        Self::new(name, move |change| self.allows(change) && other.allows(change))
+        Self::new(name, move |change| {
+            self.allows(change) && other.allows(change)
+        })
     }
 
     /// Whether `change` enqueues its keys.
@@ -260,7 +267,7 @@ mod tests {
             .get_or_insert_with(Default::default)
             .insert("app".into(), "web".into());
         let mut empty = old.clone();
-        empty.metadata.labels = Some(Default::default());
+        empty.metadata.labels = Some(std::collections::BTreeMap::default());
         let update = |new| Change::Updated { old: &old, new };
         assert!(labels.allows(&update(&labelled)));
         assert!(!labels.allows(&update(&empty)), "no map is an empty map");

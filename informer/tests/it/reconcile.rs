@@ -711,8 +711,10 @@ async fn predicates_keep_a_controllers_own_status_writes_from_reconciling() {
         widgets_api.add(pod("shop", &name));
         let journal = Arc::clone(&journal);
         async move {
-            eventually("the marker", || !journal.runs_of(&format!("shop/{name}")).is_empty())
-                .await;
+            eventually("the marker", || {
+                !journal.runs_of(&format!("shop/{name}")).is_empty()
+            })
+            .await;
         }
     };
     eventually("the initial reconcile", || runs() == 1).await;
