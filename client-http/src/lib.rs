@@ -29,6 +29,9 @@
 //!   optimistic write is an `Api` error whose
 //!   [`is_conflict`](kcache_reflector::Error::is_conflict) is true; a create of a taken name,
 //!   one whose [`is_already_exists`](kcache_reflector::Error::is_already_exists) is.
+//!   The `status` subresource (`replace_status`, `patch_status`, `get_status`) writes only an
+//!   object's status, and the `scale` subresource (`get_scale`, `replace_scale`,
+//!   `patch_scale`) its desired replicas, as an `autoscaling/v1` [`Scale`].
 //! - [`HttpLeaseLock`]: leader election's [`LeaseLock`](kcache_reflector::LeaseLock) over a
 //!   `coordination.k8s.io/v1` Lease, without k8s-openapi.
 //!
@@ -184,4 +187,5 @@ pub use self::write::finalizer::{FINALIZER_ATTEMPTS, FinalizerError, FinalizerEv
 pub use self::write::object_client::{ObjectClient, ObjectClientBuilder};
 pub use self::write::patch::Patch;
 pub use self::write::preconditions::Preconditions;
+pub use self::write::scale::{Scale, ScaleSpec, ScaleStatus};
 pub use kcache_store::ApiResource;

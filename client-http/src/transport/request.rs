@@ -1,5 +1,6 @@
 //! Sans-IO request building: the URLs and headers of list and watch requests, and of the
-//! single-object reads and writes of [`ObjectClient`](crate::ObjectClient).
+//! single-object reads and writes of [`ObjectClient`](crate::ObjectClient), an object's
+//! `status` and `scale` subresources included.
 //!
 //! Nothing here touches a socket, so it is unit-tested on its own.
 
@@ -98,6 +99,25 @@ pub(crate) fn push_query(url: &mut String, opts: &ListOptions, watch: bool) {
     }
 }
 
+/// A subresource of an object, served at one more path segment after the object's URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Subresource {
+    /// `<object>/status`: the object read whole, only its `status` written.
+    Status,
+    /// `<object>/scale`: the object's `autoscaling/v1` `Scale`.
+    Scale,
+}
+
+impl Subresource {
+    /// The path segment: `status` or `scale`.
+    pub(crate) fn segment(self) -> &'static str {
+        match self {
+            Self::Status => "status",
+            Self::Scale => "scale",
+        }
+    }
+}
+
 /// The full URL of the object `name` of `resource` on `base` (of its collection without a
 /// name), in `namespace` (ignored for cluster-scoped resources), the name percent-encoded as one
 /// path segment, then `params` (names as given, values encoded).
@@ -114,11 +134,57 @@ pub(crate) fn object_url(
     name: Option<&str>,
     params: &[(&str, &str)],
 ) -> Result<String, InvalidName> {
+    url_of(
+        base,
+        resource,
+        namespace,
+        name.map(|name| (name, None)),
+        params,
+    )
+}
+
+/// The full URL of `subresource` of the object `name`: [`object_url`]'s, with the
+/// subresource's segment after the name.
+///
+/// # Errors
+///
+/// [`InvalidName`] when `name` cannot be one path segment, as for [`object_url`]: a name such
+/// as `..` or `a/b` would make the URL of another object's subresource, or of none.
+pub(crate) fn subresource_url(
+    base: &str,
+    resource: &ApiResource,
+    namespace: Option<&str>,
+    name: &str,
+    subresource: Subresource,
+    params: &[(&str, &str)],
+) -> Result<String, InvalidName> {
+    url_of(
+        base,
+        resource,
+        namespace,
+        Some((name, Some(subresource))),
+        params,
+    )
+}
+
+/// The URL of [`object_url`] and [`subresource_url`]: the collection's, then the checked and
+/// encoded name and the subresource's segment, if any, then `params`.
+fn url_of(
+    base: &str,
+    resource: &ApiResource,
+    namespace: Option<&str>,
+    object: Option<(&str, Option<Subresource>)>,
+    params: &[(&str, &str)],
+) -> Result<String, InvalidName> {
     let mut url = resource_url(base, resource, namespace);
-    if let Some(name) = name {
+    if let Some((name, subresource)) = object {
         check_name(name)?;
         url.push('/');
         encode_query_value(&mut url, name);
+        if let Some(subresource) = subresource {
+            url.push('/');
+            url.push_str(subresource.segment());
+        }
     }
     let mut sep = '?';
     for (param, value) in params {
@@ -242,7 +308,42 @@ mod tests {
         for name in ["", ".", "..", "a/b", "50%"] {
             let e = object_url("http://h", &pods(), Some("ns"), Some(name), &[]).unwrap_err();
             assert!(e.to_string().starts_with("invalid object name"), "{e}");
+            for sub in [Subresource::Status, Subresource::Scale] {
+                let e =
+                    subresource_url("http://h", &pods(), Some("ns"), name, sub, &[]).unwrap_err();
+                assert!(e.to_string().starts_with("invalid object name"), "{e}");
+            }
         }
+    }
+
+    #[test]
+    fn subresource_urls_follow_the_encoded_name() {
+        let deployments = ApiResource::new("apps", "v1", "deployments", true);
+        assert_eq!(
+            subresource_url(
+                "http://h/",
+                &deployments,
+                Some("shop"),
+                "web 1",
+                Subresource::Scale,
+                &[]
+            )
+            .unwrap(),
+            "http://h/apis/apps/v1/namespaces/shop/deployments/web%201/scale"
+        );
+        let nodes = ApiResource::new("", "v1", "nodes", false);
+        assert_eq!(
+            subresource_url(
+                "http://h",
+                &nodes,
+                Some("ns"),
+                "n1",
+                Subresource::Status,
+                &[("fieldManager", "ctl"), ("force", "true")]
+            )
+            .unwrap(),
+            "http://h/api/v1/nodes/n1/status?fieldManager=ctl&force=true"
+        );
     }
 
     #[test]

@@ -14,12 +14,18 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::decode::object::{decode, is_status, read_body};
-use crate::transport::request::{CONTENT_TYPE_JSON, object_url, request};
+use crate::transport::request::{
+    CONTENT_TYPE_JSON, Subresource, object_url, request, subresource_url,
+};
 use crate::{ApiResource, Client, DEFAULT_MAX_EVENT_SIZE, Patch, Preconditions};
 
 /// Reads and writes objects of one resource type in one namespace: `get`, `create`, `replace`,
 /// `patch` and `delete`, what controllers and leader election need (client-go's typed clients,
-/// kube-rs's `Api<K>`, cut down to those five).
+/// kube-rs's `Api<K>`, cut down to those five), and the `status` and `scale` subresources
+/// operators write: [`replace_status`](Self::replace_status),
+/// [`patch_status`](Self::patch_status) and [`get_status`](Self::get_status);
+/// [`get_scale`](Self::get_scale), [`replace_scale`](Self::replace_scale) and
+/// [`patch_scale`](Self::patch_scale) (a [`Scale`](crate::Scale)).
 ///
 /// Built from a [`Client`] and an [`ApiResource`] ([`dynamic`](Self::dynamic), or
 /// [`builder`](Self::builder) to choose the namespace), or with the `k8s-openapi` feature from a
@@ -231,8 +237,31 @@ impl<T> ObjectClient<T> {
         .map_err(Error::transport)
     }
 
+    /// The URL of `subresource` of object `name`, with `params`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Transport`] when `name` cannot be one path segment (see
+    /// [the type's docs](Self)): nothing is sent.
+    pub(super) fn subresource_url(
+        &self,
+        name: &str,
+        subresource: Subresource,
+        params: &[(&str, &str)],
+    ) -> Result<String, Error> {
+        subresource_url(
+            self.client.base_url(),
+            &self.resource,
+            self.namespace(),
+            name,
+            subresource,
+            params,
+        )
+        .map_err(Error::transport)
+    }
+
     /// A `method` request for `url` with `body` (its content type and bytes), if any.
-    fn request(
+    pub(super) fn request(
         &self,
         method: Method,
         url: &str,
@@ -244,7 +273,7 @@ impl<T> ObjectClient<T> {
 
     /// Sends `request` and reads the whole 2xx answer, within the [timeout](ObjectClientBuilder::timeout)
     /// (a credential is made ready first, so an exec plugin's run does not count).
-    async fn execute(&self, request: Request<Bytes>) -> Result<Bytes, Error> {
+    pub(super) async fn execute(&self, request: Request<Bytes>) -> Result<Bytes, Error> {
         self.client
             .exchange(request, self.timeout, |body| {
                 read_body(body, self.max_object_size)
@@ -312,8 +341,9 @@ impl<T: DeserializeOwned> ObjectClient<T> {
     /// # Errors
     ///
     /// A 404 when the object does not exist (but for apply), a 409 ([`Error::is_conflict`])
-    /// when a JSON patch's `test` fails or an apply without `force` meets another manager's
-    /// fields, 422 when the patched object is invalid ([`Error::Api`] for all),
+    /// when an apply without `force` meets another manager's fields or the patch's
+    /// `metadata.resourceVersion` is stale, 422 when a JSON patch's `test` fails or the patched
+    /// object is invalid ([`Error::Api`] for all),
     /// [`Error::Transport`] for an invalid `name` (nothing is sent) or a failed request,
     /// [`Error::Timeout`], [`Error::Limit`], [`Error::Decode`].
     pub async fn patch(&self, name: &str, patch: &Patch) -> Result<T, Error> {
@@ -409,7 +439,7 @@ impl<T: Object + Serialize + DeserializeOwned> ObjectClient<T> {
 /// `NotFound` whose `details.name` is `name` (as `apierrors.NewNotFound` makes it). A
 /// `NotFound` made from a text body (`404 page not found`) has no details, and one for a
 /// resource that is not served names no object: neither is a missing object.
-fn is_missing_object(e: &Error, name: &str) -> bool {
+pub(super) fn is_missing_object(e: &Error, name: &str) -> bool {
     e.status().is_some_and(|s| {
         s.reason.as_deref() == Some(NOT_FOUND)
             && s.details.as_ref().and_then(|d| d.name.as_deref()) == Some(name)

@@ -1,5 +1,5 @@
 //! Integration tests of kcache-client-http: the lister-watcher against the fake API server over
-//! HTTP and HTTPS (client certificates included), the writes and the Lease lock, kubeconfig and in-cluster loading on fixture
+//! HTTP and HTTPS (client certificates included), the writes (`status` and `scale` subresources included) and the Lease lock, kubeconfig and in-cluster loading on fixture
 //! files, credentials (exec plugin bounds, client key checks, URL user-info, redaction), proxies,
 //! impersonation and HTTP/2 stream limits; with the `kube` feature, the same lists and watches over kube-rs's client. (Informers over HTTP are tested in kcache-testing-e2e.)
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
@@ -28,6 +28,8 @@ mod protobuf;
 mod proxy;
 mod redaction;
 mod send_sync;
+// The status and scale subresources of `ObjectClient`.
+mod subresources;
 mod support;
 mod tls_hints;
 mod transport;

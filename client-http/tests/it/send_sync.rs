@@ -5,7 +5,7 @@ use std::future::Future;
 
 use kcache_client_http::{
     ApiResource, Client, Config, Error, HttpLeaseLock, HttpListerWatcher, HyperTransport, Identity,
-    Kubeconfig, ObjectClient, Patch, Preconditions, Secret, WatchDecoder,
+    Kubeconfig, ObjectClient, Patch, Preconditions, Scale, Secret, WatchDecoder,
 };
 use kcache_store::DynamicObject;
 
@@ -28,6 +28,13 @@ fn object_client_futures_are_send() {
     assert_send(client.replace(&object));
     assert_send(client.patch("a", &patch));
     assert_send(client.delete("a", Some(&Preconditions::new())));
+    assert_send(client.get_status("a"));
+    assert_send(client.replace_status(&object));
+    assert_send(client.patch_status("a", &patch));
+    let scale = Scale::default();
+    assert_send(client.get_scale("a"));
+    assert_send(client.replace_scale("a", &scale));
+    assert_send(client.patch_scale("a", &patch));
 }
 
 #[test]
@@ -46,4 +53,5 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<HttpLeaseLock>();
     assert_send_sync::<Patch>();
     assert_send_sync::<Preconditions>();
+    assert_send_sync::<Scale>();
 }

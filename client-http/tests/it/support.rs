@@ -1,13 +1,19 @@
 //! Helpers: servers, clients, fixtures.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::StreamExt;
-use kcache_client_http::{ApiResource, Client, Config, HttpListerWatcher};
+use kcache_client_http::{
+    ApiResource, BoxError, Client, Config, HttpListerWatcher, HyperTransport, ResponseBody,
+    Transport,
+};
 use kcache_reflector::{Error, ListerWatcher, WatchEvent, WatchStream};
 use kcache_store::DynamicObject;
 use kcache_testing_server::{FakeApiServer, FakeApiServerBuilder};
+use serde_json::Value;
 
 /// The core pods resource, as the client names it.
 pub(crate) fn pods() -> ApiResource {
@@ -247,5 +253,43 @@ pub(crate) async fn list_names(config: Config) -> Result<Vec<String>, String> {
             .map(|p| p.metadata.name.clone().unwrap_or_default())
             .collect()),
         Err(e) => Err(crate::support_chain(&e)),
+    }
+}
+
+/// A request as it left the client: the server receives the same bytes.
+#[derive(Debug, Clone)]
+pub(crate) struct Sent {
+    pub(crate) content_type: Option<String>,
+    pub(crate) body: Bytes,
+}
+
+impl Sent {
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+}
+
+/// The default transport, recording each request's content type and body.
+#[derive(Debug)]
+pub(crate) struct Recording {
+    pub(crate) inner: HyperTransport,
+    pub(crate) sent: Arc<Mutex<Vec<Sent>>>,
+}
+
+#[async_trait::async_trait]
+impl Transport for Recording {
+    async fn send(
+        &self,
+        request: http::Request<Bytes>,
+    ) -> Result<http::Response<ResponseBody>, BoxError> {
+        let content_type = request
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap().to_owned());
+        self.sent.lock().unwrap().push(Sent {
+            content_type,
+            body: request.body().clone(),
+        });
+        self.inner.send(request).await
     }
 }

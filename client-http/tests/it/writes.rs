@@ -7,11 +7,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::Method;
 use kcache_client_http::{
-    ApiResource, BoxError, Client, Config, HyperTransport, ObjectClient, Patch, Preconditions,
-    ResponseBody, Transport,
+    ApiResource, Client, Config, HyperTransport, ObjectClient, Patch, Preconditions,
 };
 use kcache_reflector::Error;
 use kcache_store::{DynamicObject, Object};
@@ -20,7 +18,7 @@ use kcache_testing_server::{
 };
 use serde_json::{Value, json};
 
-use crate::support::client;
+use crate::support::{Recording, Sent, client};
 use crate::support_chain;
 
 fn configmaps() -> ApiResource {
@@ -216,44 +214,6 @@ async fn typed_objects_round_trip() {
     // A configmap's delete is answered with a Status, as kube-apiserver answers it: no object.
     assert!(cms.delete("settings", None).await.unwrap().is_none());
     assert!(cms.get("settings").await.unwrap().is_none());
-}
-
-/// A request as it left the client: the server receives the same bytes.
-#[derive(Debug, Clone)]
-struct Sent {
-    content_type: Option<String>,
-    body: Bytes,
-}
-
-impl Sent {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
-}
-
-/// The default transport, recording each request's content type and body.
-#[derive(Debug)]
-struct Recording {
-    inner: HyperTransport,
-    sent: Arc<Mutex<Vec<Sent>>>,
-}
-
-#[async_trait::async_trait]
-impl Transport for Recording {
-    async fn send(
-        &self,
-        request: http::Request<Bytes>,
-    ) -> Result<http::Response<ResponseBody>, BoxError> {
-        let content_type = request
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .map(|v| v.to_str().unwrap().to_owned());
-        self.sent.lock().unwrap().push(Sent {
-            content_type,
-            body: request.body().clone(),
-        });
-        self.inner.send(request).await
-    }
 }
 
 /// A scripted server answering every request with `reply`, `ConfigMap`s in `shop` on it, and

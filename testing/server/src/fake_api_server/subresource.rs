@@ -9,7 +9,8 @@
 //!   selector `spec.selector`, as a selector string, for the built-in kinds; a custom
 //!   resource's definition names its own); a write sets the desired replicas and nothing else.
 //!
-//! Both honour the `resourceVersion` a write names, as writes to the object do.
+//! Both honour the `resourceVersion` and `uid` a write names, as writes to the object do, and
+//! refuse a name that is not the URL's (400).
 
 use kcache_store::DynamicObject;
 use serde_json::{Map, Value, json};
@@ -37,8 +38,9 @@ impl Subresource {
     }
 }
 
-/// `current` with the `status` of `written` (none if it has none), and the resource version
-/// `written` names, if any (checked by the write as a precondition).
+/// `current` with the `status` of `written` (none if it has none), and the name, uid and
+/// resource version `written` names, if any (checked by the write: a name that is not the
+/// URL's is 400, a uid or resource version that is not the stored one's 409).
 pub(crate) fn with_status(current: &DynamicObject, written: &DynamicObject) -> DynamicObject {
     let mut obj = current.clone();
     match written.data.get("status") {
@@ -49,15 +51,34 @@ pub(crate) fn with_status(current: &DynamicObject, written: &DynamicObject) -> D
             obj.data.remove("status");
         }
     }
-    if let Some(rv) = written
-        .metadata
-        .resource_version
-        .as_deref()
-        .filter(|rv| !rv.is_empty())
-    {
-        obj.metadata.resource_version = Some(rv.to_owned());
-    }
+    let meta = &written.metadata;
+    preconditions(
+        &mut obj,
+        meta.name.as_deref(),
+        meta.uid.as_deref(),
+        meta.resource_version.as_deref(),
+    );
     obj
+}
+
+/// Sets on `obj` each of `name`, `uid` and `resource_version` a write names (not empty), for
+/// the write to check against the URL's name and the stored object.
+fn preconditions(
+    obj: &mut DynamicObject,
+    name: Option<&str>,
+    uid: Option<&str>,
+    resource_version: Option<&str>,
+) {
+    let meta = &mut obj.metadata;
+    for (slot, value) in [
+        (&mut meta.name, name),
+        (&mut meta.uid, uid),
+        (&mut meta.resource_version, resource_version),
+    ] {
+        if let Some(value) = value.filter(|v| !v.is_empty()) {
+            *slot = Some(value.to_owned());
+        }
+    }
 }
 
 /// `written` with the `status` of `current` (a write to an object whose kind has a `status`
@@ -148,8 +169,8 @@ pub(crate) fn scale_of(obj: &DynamicObject, paths: &ScalePaths) -> Value {
     })
 }
 
-/// `current` with the replicas of `scale` (a `Scale` object) at `paths`, and the resource
-/// version it names, if any.
+/// `current` with the replicas of `scale` (a `Scale` object) at `paths`, and the name, uid and
+/// resource version it names, if any (checked by the write, as [`with_status`]'s).
 ///
 /// # Errors
 ///
@@ -180,14 +201,13 @@ pub(crate) fn with_scale(
     }
     let mut obj = current.clone();
     set_at(&mut obj, &paths.spec_replicas, json!(replicas));
-    if let Some(rv) = scale
-        .get("metadata")
-        .and_then(|m| m.get("resourceVersion"))
-        .and_then(Value::as_str)
-        .filter(|rv| !rv.is_empty())
-    {
-        obj.metadata.resource_version = Some(rv.to_owned());
-    }
+    let meta = |field: &str| {
+        scale
+            .get("metadata")
+            .and_then(|m| m.get(field))
+            .and_then(Value::as_str)
+    };
+    preconditions(&mut obj, meta("name"), meta("uid"), meta("resourceVersion"));
     Ok(obj)
 }
 
@@ -278,6 +298,32 @@ mod tests {
         assert_eq!(scale["status"], json!({"replicas": 2, "selector": "app=w"}));
         let scaled = with_scale(&widget, &json!({"spec": {"replicas": 7}}), &paths).unwrap();
         assert_eq!(scaled.data["spec"], json!({"workers": 7}));
+    }
+
+    #[test]
+    fn a_subresource_write_carries_the_name_uid_and_version_it_names() {
+        let mut written = deployment();
+        written.metadata.name = Some("other".into());
+        written.metadata.uid = Some("u2".into());
+        written.metadata.resource_version = Some("6".into());
+        let obj = with_status(&deployment(), &written);
+        assert_eq!(obj.metadata.name.as_deref(), Some("other"));
+        assert_eq!(obj.metadata.uid.as_deref(), Some("u2"));
+        assert_eq!(obj.metadata.resource_version.as_deref(), Some("6"));
+        // What a write leaves out or empty is the stored object's.
+        let mut unnamed = deployment();
+        unnamed.metadata.name = Some(String::new());
+        unnamed.metadata.resource_version = None;
+        let obj = with_status(&deployment(), &unnamed);
+        assert_eq!(obj.metadata.name.as_deref(), Some("web"));
+        assert_eq!(obj.metadata.resource_version.as_deref(), Some("7"));
+
+        let paths = ScalePaths::default();
+        let scale = json!({"metadata": {"name": "other", "uid": "u2"}, "spec": {"replicas": 1}});
+        let obj = with_scale(&deployment(), &scale, &paths).unwrap();
+        assert_eq!(obj.metadata.name.as_deref(), Some("other"));
+        assert_eq!(obj.metadata.uid.as_deref(), Some("u2"));
+        assert_eq!(obj.metadata.resource_version.as_deref(), Some("7"));
     }
 
     #[test]
