@@ -34,6 +34,9 @@
 //!   `patch_scale`) its desired replicas, as an `autoscaling/v1` [`Scale`].
 //! - [`HttpLeaseLock`]: leader election's [`LeaseLock`](kcache_reflector::LeaseLock) over a
 //!   `coordination.k8s.io/v1` Lease, without k8s-openapi.
+//! - [`EventRecorder`]: `events.k8s.io/v1` Events about objects (what `kubectl describe`
+//!   shows), as client-go's `tools/events` records them: repeats folded into series, a rate
+//!   limit per object, a bounded queue written by a background task, so `record` never waits.
 //!
 //! - With the `kube` feature, `KubeListerWatcher`: the same over a kube-rs `Client`.
 //!
@@ -151,6 +154,7 @@ mod client;
 mod config;
 mod decode;
 mod error;
+mod events;
 #[cfg(feature = "kube")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kube")))]
 pub mod kube;
@@ -173,6 +177,12 @@ pub use self::decode::managed_fields::SkipManagedFields;
 pub use self::decode::response::DEFAULT_MAX_LIST_BYTES;
 pub use self::decode::watch::{DEFAULT_MAX_EVENT_SIZE, WatchDecoder, fuzz_watch_decoder};
 pub use self::error::{BoxError, Error, Result};
+pub use self::events::builder::EventRecorderBuilder;
+pub use self::events::event::MAX_NOTE_BYTES;
+pub use self::events::event_type::EventType;
+pub use self::events::recorder::{EventRecorder, Recorded};
+pub use self::events::reference::ObjectReference;
+pub use self::events::stats::RecorderStats;
 // The one resource type, in `kcache-store` so the fake API server serves by it too.
 #[cfg(feature = "kube")]
 #[cfg_attr(docsrs, doc(cfg(feature = "kube")))]

@@ -1,11 +1,13 @@
 //! Integration tests of kcache-client-http: the lister-watcher against the fake API server over
 //! HTTP and HTTPS (client certificates included), the writes (`status` and `scale` subresources included) and the Lease lock, kubeconfig and in-cluster loading on fixture
 //! files, credentials (exec plugin bounds, client key checks, URL user-info, redaction), proxies,
-//! impersonation and HTTP/2 stream limits; with the `kube` feature, the same lists and watches over kube-rs's client. (Informers over HTTP are tested in kcache-testing-e2e.)
+//! impersonation, HTTP/2 stream limits and the event recorder; with the `kube` feature, the same lists and watches over kube-rs's client. (Informers over HTTP are tested in kcache-testing-e2e.)
 #![allow(clippy::unwrap_used, reason = "tests fail by panicking")]
 
 mod auth;
 mod client_key;
+// The event recorder: series, rate limit, bounds, retries, shutdown.
+mod events;
 // Typed k8s-openapi pods.
 #[cfg(feature = "k8s-openapi")]
 mod exact_capacity;

@@ -4,8 +4,9 @@
 use std::future::Future;
 
 use kcache_client_http::{
-    ApiResource, Client, Config, Error, HttpLeaseLock, HttpListerWatcher, HyperTransport, Identity,
-    Kubeconfig, ObjectClient, Patch, Preconditions, Scale, Secret, WatchDecoder,
+    ApiResource, Client, Config, Error, EventRecorder, EventRecorderBuilder, EventType,
+    HttpLeaseLock, HttpListerWatcher, HyperTransport, Identity, Kubeconfig, ObjectClient,
+    ObjectReference, Patch, Preconditions, Recorded, RecorderStats, Scale, Secret, WatchDecoder,
 };
 use kcache_store::DynamicObject;
 
@@ -54,4 +55,18 @@ fn public_types_are_send_and_sync() {
     assert_send_sync::<Patch>();
     assert_send_sync::<Preconditions>();
     assert_send_sync::<Scale>();
+    assert_send_sync::<EventRecorder>();
+    assert_send_sync::<EventRecorderBuilder>();
+    assert_send_sync::<ObjectReference>();
+    assert_send_sync::<EventType>();
+    assert_send_sync::<Recorded>();
+    assert_send_sync::<RecorderStats>();
+}
+
+#[tokio::test]
+async fn event_recorder_shutdown_is_send() {
+    let config = Config::new("http://127.0.0.1:1".parse().unwrap());
+    let recorder = EventRecorder::new(Client::new(config).unwrap(), "example.com/c", "i").unwrap();
+    // Built, never polled.
+    assert_send(recorder.shutdown());
 }

@@ -6,7 +6,8 @@
 //!
 //! - **Kinds**: by default ([`ServedResource::defaults`]) pods, configmaps, secrets, service
 //!   accounts, services, events, nodes and namespaces (core v1), deployments and replica sets
-//!   (`apps/v1`) and leases (`coordination.k8s.io/v1`), with kubectl's short names (`po`, `cm`,
+//!   (`apps/v1`), leases (`coordination.k8s.io/v1`) and events (`events.k8s.io/v1`, stored
+//!   apart from the core ones), with kubectl's short names (`po`, `cm`,
 //!   `svc`, `ev`, `sa`, `deploy`, `rs`, `ns`, `no`); any other kind with
 //!   [`FakeApiServerBuilder::resource`] or [`FakeApiServer::register`].
 //! - **Writes**, through the Rust handle ([`FakeApiServer::create`], [`update`](FakeApiServer::update),

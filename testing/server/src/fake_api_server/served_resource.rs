@@ -157,6 +157,35 @@ impl ServedResource {
         .with_returns_deleted_object(false)
     }
 
+    /// `events.k8s.io/v1` events (the API `kubectl events` and client-go's `tools/events`
+    /// use), with the field selectors kube-apiserver converts for it: `regarding.kind`,
+    /// `.name`, `.namespace`, `.uid`, ..., `reason`, `reportingController` and `type`. Stored
+    /// apart from the core `v1` events (on kube-apiserver both are views of one storage).
+    pub fn events_k8s_io() -> Self {
+        [
+            "regarding.apiVersion",
+            "regarding.fieldPath",
+            "regarding.kind",
+            "regarding.name",
+            "regarding.namespace",
+            "regarding.resourceVersion",
+            "regarding.uid",
+            "reason",
+            "reportingController",
+            "type",
+        ]
+        .into_iter()
+        .fold(
+            Self::new(
+                ApiResource::new("events.k8s.io", "v1", "events", true),
+                "Event",
+            ),
+            Self::with_field,
+        )
+        .with_generation(false)
+        .with_returns_deleted_object(false)
+    }
+
     /// Core `v1` secrets, with field selector `type`.
     pub fn secrets() -> Self {
         Self::new(ApiResource::new("", "v1", "secrets", true), "Secret")
@@ -227,8 +256,8 @@ impl ServedResource {
     }
 
     /// The kinds a [`FakeApiServer`](super::FakeApiServer) serves by default: pods, configmaps,
-    /// nodes, namespaces, services, events, secrets, service accounts, deployments, replica sets,
-    /// leases and custom resource definitions.
+    /// nodes, namespaces, services, events (core `v1` and `events.k8s.io/v1`), secrets, service
+    /// accounts, deployments, replica sets, leases and custom resource definitions.
     pub fn defaults() -> Vec<Self> {
         vec![
             Self::pods(),
@@ -237,6 +266,7 @@ impl ServedResource {
             Self::namespaces(),
             Self::services(),
             Self::events(),
+            Self::events_k8s_io(),
             Self::secrets(),
             Self::serviceaccounts(),
             Self::deployments(),

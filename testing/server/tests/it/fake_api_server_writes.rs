@@ -800,7 +800,8 @@ async fn openapi_v3_offers_field_validation_on_every_kinds_patch() {
             "api/v1",
             "apis/apiextensions.k8s.io/v1",
             "apis/apps/v1",
-            "apis/coordination.k8s.io/v1"
+            "apis/coordination.k8s.io/v1",
+            "apis/events.k8s.io/v1"
         ]
     );
     let url = paths["apis/apps/v1"]["serverRelativeURL"].as_str().unwrap();
