@@ -34,7 +34,7 @@ const EXAMPLES: &[(&str, &str, &str, &str)] = &[
         "// </README leader>",
     ),
     (
-        "## A fake API server for your own tests",
+        "## An operator",
         "testing/e2e/examples/operator.rs",
         "// <README operator>\n",
         "// </README operator>",
