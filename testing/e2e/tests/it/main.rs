@@ -4,6 +4,7 @@
 
 mod backlog;
 mod chaos;
+mod custom_types;
 // Its `on_both_backends!` serves `hostile_client_go` and `hostile_lists` too.
 #[macro_use]
 mod hostile;
