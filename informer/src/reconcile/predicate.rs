@@ -45,7 +45,7 @@ pub enum Change<'a, T> {
 ///
 /// ```
 /// use kcache_informer::{Change, Predicate};
-/// use kcache_store::{DynamicObject, Object};
+/// use kcache_store::DynamicObject;
 ///
 /// let spec_or_labels: Predicate<DynamicObject> =
 ///     Predicate::generation_changed().or(Predicate::labels_changed());
