@@ -293,6 +293,7 @@ async fn kinds_the_table_lacks_are_asked_for_in_json() {
 /// Compact lister-watchers with protobuf: protobuf answers are kept compact in protobuf (only
 /// the metadata decoded), `typed()` gives what the JSON path gives, an object whose metadata
 /// does not read is left out with its reason; a JSON answer is kept compact in JSON.
+#[cfg(feature = "k8s-openapi")]
 #[tokio::test]
 async fn compact_objects_stay_protobuf_and_decode_as_json_does() {
     use kcache_store::{Compact, Object};
