@@ -36,7 +36,7 @@ Tasks:
           features), test, test-default, doc (defaults and docs.rs features), readme, msrv,
           fuzz and bench (checked), deps, tidy
   deps    check every dependency edge against the layering table (ARCHITECTURE.md)
-  tidy    check file headers, leftover debug macros, package names and manifests
+  tidy    check file headers, package names and manifests
   readme  build the README's 'Use it' dependencies and program as a user would
   fuzz    run each client-http fuzz target briefly (nightly; `--seconds N`, default 30)
   chaos   the full stack against the fake API server with random faults (`--seeds N`, default

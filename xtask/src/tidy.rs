@@ -2,11 +2,12 @@
 //!
 //! - Every `*.rs` file under a member's `src/`, `tests/`, `benches/` and `examples/` starts
 //!   (after blank lines) with a `//!` doc comment.
-//! - No leftover `dbg!(`, `todo!(` or `unimplemented!(` in code. String and character literals
-//!   and comments are skipped; this file is not checked for them, since it names them.
 //! - Each member's package name is `kcache-` and its folder's path with `-` for `/`
 //!   (`testing/server/` holds `kcache-testing-server`).
 //! - Each internal dependency in `[workspace.dependencies]` has both `path` and `version`.
+//!
+//! Leftover `dbg!`, `todo!` and `unimplemented!` are clippy's to find: the workspace denies
+//! `clippy::dbg_macro`, `clippy::todo` and `clippy::unimplemented`.
 //!
 //! The checks are pure functions over text; [`run`] feeds them the files of the workspace.
 
@@ -21,13 +22,6 @@ use crate::Failure;
 
 /// The folders of a member whose `*.rs` files are checked.
 const SOURCE_FOLDERS: &[&str] = &["src", "tests", "benches", "examples"];
-
-/// Macros that must not be left in code.
-const FORBIDDEN_MACROS: &[&str] = &["dbg", "todo", "unimplemented"];
-
-/// This file, relative to the workspace root: it names the forbidden macros, so it is not checked
-/// for them.
-const SELF_PATH: &str = "xtask/src/tidy.rs";
 
 /// One problem found by tidy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,147 +53,6 @@ pub(crate) fn check_header(text: &str) -> Option<String> {
             Some("the file must start with a `//!` doc comment saying what it is".to_owned())
         }
     }
-}
-
-/// Whether `c` can be part of an identifier.
-fn is_ident(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// The index just past the (possibly nested) block comment that starts at `start`, or the end
-/// of `chars` if it is not closed.
-fn block_comment_end(chars: &[char], start: usize) -> usize {
-    let at = |index: usize| chars.get(index).copied();
-    let mut depth = 0_usize;
-    let mut i = start;
-    while i < chars.len() {
-        if chars[i] == '/' && at(i + 1) == Some('*') {
-            depth += 1;
-            i += 2;
-        } else if chars[i] == '*' && at(i + 1) == Some('/') {
-            depth -= 1;
-            i += 2;
-            if depth == 0 {
-                return i;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    chars.len()
-}
-
-/// Returns `text` with the contents of comments and of string, byte-string, raw-string and
-/// character literals replaced by spaces, keeping line breaks, so that line numbers still hold.
-pub(crate) fn blank_literals_and_comments(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let blank = |out: &mut String, slice: &[char]| {
-        out.extend(slice.iter().map(|&c| if c == '\n' { '\n' } else { ' ' }));
-    };
-    let at = |index: usize| chars.get(index).copied();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let start = i;
-        if c == '/' && at(i + 1) == Some('/') {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-            blank(&mut out, &chars[start..i]);
-        } else if c == '/' && at(i + 1) == Some('*') {
-            i = block_comment_end(&chars, i);
-            blank(&mut out, &chars[start..i]);
-        } else if c == '"' {
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                i += if chars[i] == '\\' { 2 } else { 1 };
-            }
-            let close = i.min(chars.len());
-            out.push('"');
-            blank(&mut out, &chars[start + 1..close]);
-            if close < chars.len() {
-                out.push('"');
-                i = close + 1;
-            }
-        } else if c == '\'' {
-            // A character literal (`'x'`, `'\n'`, `'\u{1F600}'`) or a lifetime (`'a`).
-            let literal_end = if at(i + 1) == Some('\\') {
-                (i + 3..chars.len())
-                    .find(|&j| chars[j] == '\'')
-                    .map(|j| j + 1)
-            } else if at(i + 2) == Some('\'') {
-                Some(i + 3)
-            } else {
-                None
-            };
-            if let Some(end) = literal_end {
-                out.push('\'');
-                blank(&mut out, &chars[start + 1..end - 1]);
-                out.push('\'');
-                i = end;
-            } else {
-                out.push(c);
-                i += 1;
-            }
-        } else if is_ident(c) {
-            while i < chars.len() && is_ident(chars[i]) {
-                i += 1;
-            }
-            let word: String = chars[start..i].iter().collect();
-            let raw_prefix = matches!(word.as_str(), "r" | "br" | "cr");
-            let hashes = chars[i..].iter().take_while(|&&c| c == '#').count();
-            if raw_prefix && at(i + hashes) == Some('"') {
-                // A raw string: it ends at `"` followed by the same number of `#`.
-                let body = i + hashes + 1;
-                let closing = (body..chars.len()).find(|&j| {
-                    chars[j] == '"'
-                        && chars[j + 1..]
-                            .iter()
-                            .take(hashes)
-                            .filter(|&&c| c == '#')
-                            .count()
-                            == hashes
-                });
-                out.push_str(&word);
-                out.extend(std::iter::repeat_n('#', hashes));
-                out.push('"');
-                blank(&mut out, &chars[body..closing.unwrap_or(chars.len())]);
-                i = chars.len();
-                if let Some(close) = closing {
-                    out.push('"');
-                    out.extend(std::iter::repeat_n('#', hashes));
-                    i = close + 1 + hashes;
-                }
-            } else {
-                out.push_str(&word);
-            }
-        } else {
-            out.push(c);
-            i += 1;
-        }
-    }
-    out
-}
-
-/// The forbidden macro invocations in the code of `text`, as (1-based line, macro name).
-pub(crate) fn forbidden_macros(text: &str) -> Vec<(usize, &'static str)> {
-    let code = blank_literals_and_comments(text);
-    let mut found = Vec::new();
-    for (index, line) in code.lines().enumerate() {
-        for name in FORBIDDEN_MACROS {
-            let pattern = format!("{name}!(");
-            let mut from = 0;
-            while let Some(offset) = line[from..].find(&pattern) {
-                let position = from + offset;
-                if !line[..position].chars().next_back().is_some_and(is_ident) {
-                    found.push((index + 1, *name));
-                }
-                from = position + pattern.len();
-            }
-        }
-    }
-    found
 }
 
 /// Checks that the package in `folder` (its path from the workspace root, `/`-separated) is
@@ -416,19 +269,8 @@ fn problems(root: &Path) -> Result<Vec<Problem>, Failure> {
                 })?;
                 if let Some(message) = check_header(&text) {
                     problems.push(Problem {
-                        path: path.clone(),
+                        path,
                         line: Some(1),
-                        message,
-                    });
-                }
-                if path == Path::new(SELF_PATH) {
-                    continue;
-                }
-                for (line, name) in forbidden_macros(&text) {
-                    let message = format!("leftover `{name}!`: remove it before committing");
-                    problems.push(Problem {
-                        path: path.clone(),
-                        line: Some(line),
                         message,
                     });
                 }
@@ -479,55 +321,6 @@ mod tests {
         assert!(check_header("// A comment.\n//! Too late.\n").is_some());
         assert!(check_header("#![forbid(unsafe_code)]\n//! Too late.\n").is_some());
         assert!(check_header("use std::fmt;\n").is_some());
-    }
-
-    #[test]
-    fn forbidden_macros_are_found_with_their_lines() {
-        let text = "//! Doc.\nfn f() {\n    let x = dbg!(1);\n    todo!()\n}\nfn g() { unimplemented!(\"x\") }\n";
-        assert_eq!(
-            forbidden_macros(text),
-            [(3, "dbg"), (4, "todo"), (6, "unimplemented")]
-        );
-        assert_eq!(forbidden_macros("fn f() { std::dbg!(1); }"), [(1, "dbg")]);
-        assert_eq!(
-            forbidden_macros("a(); dbg!(1); dbg!(2);"),
-            [(1, "dbg"), (1, "dbg")]
-        );
-    }
-
-    #[test]
-    fn forbidden_macros_in_literals_and_comments_are_ignored() {
-        let text = concat!(
-            "//! Mentions dbg!( in a doc.\n",
-            "const A: &str = \"dbg!(x)\";\n",
-            "const B: &str = \"escaped \\\" todo!(\";\n",
-            "const C: &str = r#\"raw \" unimplemented!(\"#;\n",
-            "const D: &[u8] = br\"todo!(\";\n",
-            "const E: char = '\"'; // todo!( in a comment\n",
-            "/* block dbg!( /* nested todo!( */ still */\n",
-            "fn f<'a>(x: &'a str) -> &'a str { x }\n",
-            "fn g() { my_dbg!(1); not_todo!(2); }\n",
-            "fn h() { dbg!(3) }\n",
-        );
-        assert_eq!(forbidden_macros(text), [(10, "dbg")]);
-    }
-
-    #[test]
-    fn blanking_keeps_lines_and_code() {
-        let text = "let s = \"a\nb\"; let c = '\\n'; let r = r##\"x\"#y\"##; 'label: loop {}";
-        let blanked = blank_literals_and_comments(text);
-        assert_eq!(blanked.lines().count(), text.lines().count());
-        assert!(blanked.contains("let c = '  ';"), "{blanked}");
-        assert!(blanked.contains("r##\"    \"##;"), "{blanked}");
-        assert!(blanked.contains("'label: loop {}"), "{blanked}");
-        assert!(!blanked.contains("#y"), "{blanked}");
-    }
-
-    #[test]
-    fn unterminated_literals_do_not_panic() {
-        for text in ["\"open", "r#\"open", "'\\", "/* open", "r#", "'"] {
-            let _ = forbidden_macros(text);
-        }
     }
 
     #[test]
@@ -603,9 +396,6 @@ path = "nonsense"
         for file in rust_files(&root.join("xtask")).expect("list xtask") {
             let text = fs::read_to_string(&file).expect("read");
             assert_eq!(check_header(&text), None, "{}", file.display());
-            if !file.ends_with("tidy.rs") {
-                assert_eq!(forbidden_macros(&text), Vec::new(), "{}", file.display());
-            }
         }
     }
 }
