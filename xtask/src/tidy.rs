@@ -5,6 +5,9 @@
 //! - Each member's package name is `kcache-` and its folder's path with `-` for `/`
 //!   (`testing/server/` holds `kcache-testing-server`).
 //! - Each internal dependency in `[workspace.dependencies]` has both `path` and `version`.
+//! - Each library of the layering table ([`LIBRARIES`]) is publishable and has the metadata
+//!   crates.io and docs.rs show (description, license, repository, readme, documentation,
+//!   keywords, categories, rust-version); every other member says `publish = false`.
 //!
 //! Leftover `dbg!`, `todo!` and `unimplemented!` are clippy's to find: the workspace denies
 //! `clippy::dbg_macro`, `clippy::todo` and `clippy::unimplemented`.
@@ -19,6 +22,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::Failure;
+use crate::deps::LIBRARIES;
 
 /// The folders of a member whose `*.rs` files are checked.
 const SOURCE_FOLDERS: &[&str] = &["src", "tests", "benches", "examples"];
@@ -63,6 +67,69 @@ pub(crate) fn check_package_name(name: &str, folder: &str) -> Option<String> {
     (name != expected).then(|| {
         format!("the package in `{folder}/` is named `{name}`: it must be named `{expected}`")
     })
+}
+
+/// crates.io's limit on keywords and on categories per package.
+const MAX_KEYWORDS_OR_CATEGORIES: usize = 5;
+
+/// Checks the publishing metadata of one package (an entry of `cargo metadata`'s `packages`):
+/// a library ([`LIBRARIES`]) is publishable to crates.io and has every field crates.io and
+/// docs.rs show; any other member (a program, a test package, xtask) says `publish = false`.
+pub(crate) fn check_publish_metadata(package: &Value) -> Vec<String> {
+    let name = package
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    // `cargo metadata`: `null` for any registry, `[]` for `publish = false`, else the registries.
+    let registries = package.get("publish").and_then(Value::as_array);
+    let to_crates_io =
+        registries.is_none_or(|list| list.iter().any(|r| r.as_str() == Some("crates-io")));
+    if !LIBRARIES.contains(&name) {
+        return if registries.is_some_and(Vec::is_empty) {
+            Vec::new()
+        } else {
+            vec![format!(
+                "`{name}` is not a library of the layering table: it must say `publish = false`"
+            )]
+        };
+    }
+    let mut problems = Vec::new();
+    if !to_crates_io {
+        problems.push(format!(
+            "`{name}` is a library: it must be publishable to crates.io (no `publish` key)"
+        ));
+    }
+    let missing = |key: &str| {
+        package
+            .get(key)
+            .and_then(Value::as_str)
+            .is_none_or(|value| value.trim().is_empty())
+    };
+    for (key, field) in [
+        ("description", "description"),
+        ("license", "license"),
+        ("repository", "repository"),
+        ("readme", "readme"),
+        ("documentation", "documentation"),
+        ("rust_version", "rust-version"),
+    ] {
+        if missing(key) {
+            problems.push(format!("`{name}` has no `{field}`"));
+        }
+    }
+    for field in ["keywords", "categories"] {
+        let count = package
+            .get(field)
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        if count == 0 || count > MAX_KEYWORDS_OR_CATEGORIES {
+            problems.push(format!(
+                "`{name}` has {count} {field}: crates.io shows 1 to \
+                 {MAX_KEYWORDS_OR_CATEGORIES}"
+            ));
+        }
+    }
+    problems
 }
 
 /// Whether the inline table or value `value` sets the key `key` (`key = ...`).
@@ -257,6 +324,13 @@ fn problems(root: &Path) -> Result<Vec<Problem>, Failure> {
                 message,
             });
         }
+        for message in check_publish_metadata(package) {
+            problems.push(Problem {
+                path: relative(manifest),
+                line: None,
+                message,
+            });
+        }
         for source_folder in SOURCE_FOLDERS {
             let source_dir = dir.join(source_folder);
             if !source_dir.is_dir() {
@@ -338,6 +412,62 @@ mod tests {
         );
         assert!(check_package_name("kcache-server", "testing/server").is_some());
         assert!(check_package_name("kcache-testing-e2e", "e2e").is_some());
+    }
+
+    /// A library's `cargo metadata` entry with every publishing field set.
+    fn published(name: &str) -> Value {
+        serde_json::json!({
+            "name": name,
+            "publish": null,
+            "description": "What it is",
+            "license": "Apache-2.0",
+            "repository": "https://example.invalid/kcache",
+            "readme": "README.md",
+            "documentation": "https://docs.rs/kcache-store",
+            "rust_version": "1.89",
+            "keywords": ["kubernetes"],
+            "categories": ["caching"],
+        })
+    }
+
+    #[test]
+    fn libraries_are_publishable_with_their_metadata() {
+        assert_eq!(
+            check_publish_metadata(&published("kcache-store")),
+            Vec::<String>::new()
+        );
+        let mut only_crates_io = published("kcache-store");
+        only_crates_io["publish"] = serde_json::json!(["crates-io"]);
+        assert_eq!(
+            check_publish_metadata(&only_crates_io),
+            Vec::<String>::new()
+        );
+
+        let mut unpublished = published("kcache-queue");
+        unpublished["publish"] = serde_json::json!([]);
+        unpublished["readme"] = Value::Null;
+        unpublished["keywords"] = serde_json::json!(["a", "b", "c", "d", "e", "f"]);
+        unpublished["categories"] = serde_json::json!([]);
+        assert_eq!(
+            check_publish_metadata(&unpublished),
+            [
+                "`kcache-queue` is a library: it must be publishable to crates.io (no `publish` \
+                 key)",
+                "`kcache-queue` has no `readme`",
+                "`kcache-queue` has 6 keywords: crates.io shows 1 to 5",
+                "`kcache-queue` has 0 categories: crates.io shows 1 to 5",
+            ]
+        );
+    }
+
+    #[test]
+    fn other_members_are_not_published() {
+        let mut program = published("kcache-testing-e2e");
+        assert_eq!(check_publish_metadata(&program).len(), 1);
+        program["publish"] = serde_json::json!([]);
+        assert_eq!(check_publish_metadata(&program), Vec::<String>::new());
+        let bare = serde_json::json!({"name": "kcache-xtask", "publish": []});
+        assert_eq!(check_publish_metadata(&bare), Vec::<String>::new());
     }
 
     #[test]
