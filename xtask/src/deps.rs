@@ -70,7 +70,9 @@ pub(crate) const LAYERS: &[(&str, &[&str])] = &[
 /// [`layer`]), so the tests of a library at that layer or above may use them.
 pub(crate) const TEST_SUPPORT: &[&str] = &["kcache-testing", "kcache-testing-server"];
 
-/// The library crates: no workspace program may be among their dependencies of any kind.
+/// The library crates: no workspace program may be among their dependencies of any kind. They
+/// are the crates published to crates.io; every other member says `publish = false` (`cargo
+/// xtask tidy` checks both).
 pub(crate) const LIBRARIES: &[&str] = &[
     "kcache-store",
     "kcache-protobuf",

@@ -2,7 +2,8 @@
 //!
 //! Run `cargo xtask help` for the list of tasks. Each task lives in its own module:
 //! [`ci`] runs every check CI runs, [`deps`] enforces the crate layering of `ARCHITECTURE.md`,
-//! [`tidy`] enforces the repository's file conventions, [`fuzz`] runs the fuzz targets briefly,
+//! [`tidy`] enforces the repository's file conventions, [`package`] packages every publishable
+//! crate as crates.io would receive it, [`fuzz`] runs the fuzz targets briefly,
 //! [`chaos`] runs the full-stack chaos suite for many seeds and [`bench`](mod@bench) compares kcache with
 //! kube-rs (none of these three is part of `ci`, which only checks that the fuzz targets and
 //! the bench program compile). [`openapi_data`] refreshes the fake API server's vendored
@@ -17,6 +18,7 @@ mod ci;
 mod deps;
 mod fuzz;
 mod openapi_data;
+mod package;
 mod proto_data;
 mod readme;
 mod tidy;
@@ -34,10 +36,12 @@ Usage: cargo xtask <TASK>
 Tasks:
   ci      run every CI check in order: fmt, clippy (each package alone, all and default
           features), test, test-default, doc (defaults and docs.rs features), readme, msrv,
-          fuzz and bench (checked), deps, tidy
+          fuzz and bench (checked), package, deps, tidy
   deps    check every dependency edge against the layering table (ARCHITECTURE.md)
-  tidy    check file headers, leftover debug macros, package names and manifests
+  tidy    check file headers, package names, manifests and publishing metadata
   readme  build the README's 'Use it' dependencies and program as a user would
+  package package and verify every publishable crate, dry-run their publication
+          (`cargo publish --dry-run`, nothing is uploaded) and check each .crate's size
   fuzz    run each client-http fuzz target briefly (nightly; `--seconds N`, default 30)
   chaos   the full stack against the fake API server with random faults (`--seeds N`, default
           20, or `--seed S` to replay one); prints the seed of any failure
@@ -67,6 +71,8 @@ enum Task {
     Tidy,
     /// `cargo xtask readme`.
     Readme,
+    /// `cargo xtask package`.
+    Package,
     /// `cargo xtask fuzz [--seconds N]`: seconds per target.
     Fuzz(u64),
     /// `cargo xtask chaos [--seeds N | --seed S]`.
@@ -89,6 +95,7 @@ impl Task {
             "deps" => Some(Self::Deps),
             "tidy" => Some(Self::Tidy),
             "readme" => Some(Self::Readme),
+            "package" => Some(Self::Package),
             "fuzz" => Some(Self::Fuzz(fuzz::DEFAULT_SECONDS)),
             "chaos" => Some(Self::Chaos(chaos::Seeds::default())),
             "bench" => Some(Self::Bench(Vec::new())),
@@ -106,6 +113,7 @@ impl Task {
             Self::Deps => deps::run(root),
             Self::Tidy => tidy::run(root),
             Self::Readme => readme::run(root),
+            Self::Package => package::run(root),
             Self::Fuzz(seconds) => fuzz::run(root, seconds),
             Self::Chaos(seeds) => chaos::run(root, seeds),
             Self::Bench(args) => bench::run(root, &args),

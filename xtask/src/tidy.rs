@@ -2,11 +2,15 @@
 //!
 //! - Every `*.rs` file under a member's `src/`, `tests/`, `benches/` and `examples/` starts
 //!   (after blank lines) with a `//!` doc comment.
-//! - No leftover `dbg!(`, `todo!(` or `unimplemented!(` in code. String and character literals
-//!   and comments are skipped; this file is not checked for them, since it names them.
 //! - Each member's package name is `kcache-` and its folder's path with `-` for `/`
 //!   (`testing/server/` holds `kcache-testing-server`).
 //! - Each internal dependency in `[workspace.dependencies]` has both `path` and `version`.
+//! - Each library of the layering table ([`LIBRARIES`]) is publishable and has the metadata
+//!   crates.io and docs.rs show (description, license, repository, readme, documentation,
+//!   keywords, categories, rust-version); every other member says `publish = false`.
+//!
+//! Leftover `dbg!`, `todo!` and `unimplemented!` are clippy's to find: the workspace denies
+//! `clippy::dbg_macro`, `clippy::todo` and `clippy::unimplemented`.
 //!
 //! The checks are pure functions over text; [`run`] feeds them the files of the workspace.
 
@@ -18,16 +22,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::Failure;
+use crate::deps::LIBRARIES;
 
 /// The folders of a member whose `*.rs` files are checked.
 const SOURCE_FOLDERS: &[&str] = &["src", "tests", "benches", "examples"];
-
-/// Macros that must not be left in code.
-const FORBIDDEN_MACROS: &[&str] = &["dbg", "todo", "unimplemented"];
-
-/// This file, relative to the workspace root: it names the forbidden macros, so it is not checked
-/// for them.
-const SELF_PATH: &str = "xtask/src/tidy.rs";
 
 /// One problem found by tidy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,147 +59,6 @@ pub(crate) fn check_header(text: &str) -> Option<String> {
     }
 }
 
-/// Whether `c` can be part of an identifier.
-fn is_ident(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// The index just past the (possibly nested) block comment that starts at `start`, or the end
-/// of `chars` if it is not closed.
-fn block_comment_end(chars: &[char], start: usize) -> usize {
-    let at = |index: usize| chars.get(index).copied();
-    let mut depth = 0_usize;
-    let mut i = start;
-    while i < chars.len() {
-        if chars[i] == '/' && at(i + 1) == Some('*') {
-            depth += 1;
-            i += 2;
-        } else if chars[i] == '*' && at(i + 1) == Some('/') {
-            depth -= 1;
-            i += 2;
-            if depth == 0 {
-                return i;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    chars.len()
-}
-
-/// Returns `text` with the contents of comments and of string, byte-string, raw-string and
-/// character literals replaced by spaces, keeping line breaks, so that line numbers still hold.
-pub(crate) fn blank_literals_and_comments(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let blank = |out: &mut String, slice: &[char]| {
-        out.extend(slice.iter().map(|&c| if c == '\n' { '\n' } else { ' ' }));
-    };
-    let at = |index: usize| chars.get(index).copied();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let start = i;
-        if c == '/' && at(i + 1) == Some('/') {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-            blank(&mut out, &chars[start..i]);
-        } else if c == '/' && at(i + 1) == Some('*') {
-            i = block_comment_end(&chars, i);
-            blank(&mut out, &chars[start..i]);
-        } else if c == '"' {
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                i += if chars[i] == '\\' { 2 } else { 1 };
-            }
-            let close = i.min(chars.len());
-            out.push('"');
-            blank(&mut out, &chars[start + 1..close]);
-            if close < chars.len() {
-                out.push('"');
-                i = close + 1;
-            }
-        } else if c == '\'' {
-            // A character literal (`'x'`, `'\n'`, `'\u{1F600}'`) or a lifetime (`'a`).
-            let literal_end = if at(i + 1) == Some('\\') {
-                (i + 3..chars.len())
-                    .find(|&j| chars[j] == '\'')
-                    .map(|j| j + 1)
-            } else if at(i + 2) == Some('\'') {
-                Some(i + 3)
-            } else {
-                None
-            };
-            if let Some(end) = literal_end {
-                out.push('\'');
-                blank(&mut out, &chars[start + 1..end - 1]);
-                out.push('\'');
-                i = end;
-            } else {
-                out.push(c);
-                i += 1;
-            }
-        } else if is_ident(c) {
-            while i < chars.len() && is_ident(chars[i]) {
-                i += 1;
-            }
-            let word: String = chars[start..i].iter().collect();
-            let raw_prefix = matches!(word.as_str(), "r" | "br" | "cr");
-            let hashes = chars[i..].iter().take_while(|&&c| c == '#').count();
-            if raw_prefix && at(i + hashes) == Some('"') {
-                // A raw string: it ends at `"` followed by the same number of `#`.
-                let body = i + hashes + 1;
-                let closing = (body..chars.len()).find(|&j| {
-                    chars[j] == '"'
-                        && chars[j + 1..]
-                            .iter()
-                            .take(hashes)
-                            .filter(|&&c| c == '#')
-                            .count()
-                            == hashes
-                });
-                out.push_str(&word);
-                out.extend(std::iter::repeat_n('#', hashes));
-                out.push('"');
-                blank(&mut out, &chars[body..closing.unwrap_or(chars.len())]);
-                i = chars.len();
-                if let Some(close) = closing {
-                    out.push('"');
-                    out.extend(std::iter::repeat_n('#', hashes));
-                    i = close + 1 + hashes;
-                }
-            } else {
-                out.push_str(&word);
-            }
-        } else {
-            out.push(c);
-            i += 1;
-        }
-    }
-    out
-}
-
-/// The forbidden macro invocations in the code of `text`, as (1-based line, macro name).
-pub(crate) fn forbidden_macros(text: &str) -> Vec<(usize, &'static str)> {
-    let code = blank_literals_and_comments(text);
-    let mut found = Vec::new();
-    for (index, line) in code.lines().enumerate() {
-        for name in FORBIDDEN_MACROS {
-            let pattern = format!("{name}!(");
-            let mut from = 0;
-            while let Some(offset) = line[from..].find(&pattern) {
-                let position = from + offset;
-                if !line[..position].chars().next_back().is_some_and(is_ident) {
-                    found.push((index + 1, *name));
-                }
-                from = position + pattern.len();
-            }
-        }
-    }
-    found
-}
-
 /// Checks that the package in `folder` (its path from the workspace root, `/`-separated) is
 /// named `kcache-` and the folder path with `-` for `/`: `testing/server` holds
 /// `kcache-testing-server`.
@@ -210,6 +67,69 @@ pub(crate) fn check_package_name(name: &str, folder: &str) -> Option<String> {
     (name != expected).then(|| {
         format!("the package in `{folder}/` is named `{name}`: it must be named `{expected}`")
     })
+}
+
+/// crates.io's limit on keywords and on categories per package.
+const MAX_KEYWORDS_OR_CATEGORIES: usize = 5;
+
+/// Checks the publishing metadata of one package (an entry of `cargo metadata`'s `packages`):
+/// a library ([`LIBRARIES`]) is publishable to crates.io and has every field crates.io and
+/// docs.rs show; any other member (a program, a test package, xtask) says `publish = false`.
+pub(crate) fn check_publish_metadata(package: &Value) -> Vec<String> {
+    let name = package
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    // `cargo metadata`: `null` for any registry, `[]` for `publish = false`, else the registries.
+    let registries = package.get("publish").and_then(Value::as_array);
+    let to_crates_io =
+        registries.is_none_or(|list| list.iter().any(|r| r.as_str() == Some("crates-io")));
+    if !LIBRARIES.contains(&name) {
+        return if registries.is_some_and(Vec::is_empty) {
+            Vec::new()
+        } else {
+            vec![format!(
+                "`{name}` is not a library of the layering table: it must say `publish = false`"
+            )]
+        };
+    }
+    let mut problems = Vec::new();
+    if !to_crates_io {
+        problems.push(format!(
+            "`{name}` is a library: it must be publishable to crates.io (no `publish` key)"
+        ));
+    }
+    let missing = |key: &str| {
+        package
+            .get(key)
+            .and_then(Value::as_str)
+            .is_none_or(|value| value.trim().is_empty())
+    };
+    for (key, field) in [
+        ("description", "description"),
+        ("license", "license"),
+        ("repository", "repository"),
+        ("readme", "readme"),
+        ("documentation", "documentation"),
+        ("rust_version", "rust-version"),
+    ] {
+        if missing(key) {
+            problems.push(format!("`{name}` has no `{field}`"));
+        }
+    }
+    for field in ["keywords", "categories"] {
+        let count = package
+            .get(field)
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        if count == 0 || count > MAX_KEYWORDS_OR_CATEGORIES {
+            problems.push(format!(
+                "`{name}` has {count} {field}: crates.io shows 1 to \
+                 {MAX_KEYWORDS_OR_CATEGORIES}"
+            ));
+        }
+    }
+    problems
 }
 
 /// Whether the inline table or value `value` sets the key `key` (`key = ...`).
@@ -404,6 +324,13 @@ fn problems(root: &Path) -> Result<Vec<Problem>, Failure> {
                 message,
             });
         }
+        for message in check_publish_metadata(package) {
+            problems.push(Problem {
+                path: relative(manifest),
+                line: None,
+                message,
+            });
+        }
         for source_folder in SOURCE_FOLDERS {
             let source_dir = dir.join(source_folder);
             if !source_dir.is_dir() {
@@ -416,19 +343,8 @@ fn problems(root: &Path) -> Result<Vec<Problem>, Failure> {
                 })?;
                 if let Some(message) = check_header(&text) {
                     problems.push(Problem {
-                        path: path.clone(),
+                        path,
                         line: Some(1),
-                        message,
-                    });
-                }
-                if path == Path::new(SELF_PATH) {
-                    continue;
-                }
-                for (line, name) in forbidden_macros(&text) {
-                    let message = format!("leftover `{name}!`: remove it before committing");
-                    problems.push(Problem {
-                        path: path.clone(),
-                        line: Some(line),
                         message,
                     });
                 }
@@ -482,55 +398,6 @@ mod tests {
     }
 
     #[test]
-    fn forbidden_macros_are_found_with_their_lines() {
-        let text = "//! Doc.\nfn f() {\n    let x = dbg!(1);\n    todo!()\n}\nfn g() { unimplemented!(\"x\") }\n";
-        assert_eq!(
-            forbidden_macros(text),
-            [(3, "dbg"), (4, "todo"), (6, "unimplemented")]
-        );
-        assert_eq!(forbidden_macros("fn f() { std::dbg!(1); }"), [(1, "dbg")]);
-        assert_eq!(
-            forbidden_macros("a(); dbg!(1); dbg!(2);"),
-            [(1, "dbg"), (1, "dbg")]
-        );
-    }
-
-    #[test]
-    fn forbidden_macros_in_literals_and_comments_are_ignored() {
-        let text = concat!(
-            "//! Mentions dbg!( in a doc.\n",
-            "const A: &str = \"dbg!(x)\";\n",
-            "const B: &str = \"escaped \\\" todo!(\";\n",
-            "const C: &str = r#\"raw \" unimplemented!(\"#;\n",
-            "const D: &[u8] = br\"todo!(\";\n",
-            "const E: char = '\"'; // todo!( in a comment\n",
-            "/* block dbg!( /* nested todo!( */ still */\n",
-            "fn f<'a>(x: &'a str) -> &'a str { x }\n",
-            "fn g() { my_dbg!(1); not_todo!(2); }\n",
-            "fn h() { dbg!(3) }\n",
-        );
-        assert_eq!(forbidden_macros(text), [(10, "dbg")]);
-    }
-
-    #[test]
-    fn blanking_keeps_lines_and_code() {
-        let text = "let s = \"a\nb\"; let c = '\\n'; let r = r##\"x\"#y\"##; 'label: loop {}";
-        let blanked = blank_literals_and_comments(text);
-        assert_eq!(blanked.lines().count(), text.lines().count());
-        assert!(blanked.contains("let c = '  ';"), "{blanked}");
-        assert!(blanked.contains("r##\"    \"##;"), "{blanked}");
-        assert!(blanked.contains("'label: loop {}"), "{blanked}");
-        assert!(!blanked.contains("#y"), "{blanked}");
-    }
-
-    #[test]
-    fn unterminated_literals_do_not_panic() {
-        for text in ["\"open", "r#\"open", "'\\", "/* open", "r#", "'"] {
-            let _ = forbidden_macros(text);
-        }
-    }
-
-    #[test]
     fn package_names_follow_their_folder() {
         assert_eq!(check_package_name("kcache-store", "store"), None);
         assert_eq!(
@@ -545,6 +412,62 @@ mod tests {
         );
         assert!(check_package_name("kcache-server", "testing/server").is_some());
         assert!(check_package_name("kcache-testing-e2e", "e2e").is_some());
+    }
+
+    /// A library's `cargo metadata` entry with every publishing field set.
+    fn published(name: &str) -> Value {
+        serde_json::json!({
+            "name": name,
+            "publish": null,
+            "description": "What it is",
+            "license": "Apache-2.0",
+            "repository": "https://example.invalid/kcache",
+            "readme": "README.md",
+            "documentation": "https://docs.rs/kcache-store",
+            "rust_version": "1.89",
+            "keywords": ["kubernetes"],
+            "categories": ["caching"],
+        })
+    }
+
+    #[test]
+    fn libraries_are_publishable_with_their_metadata() {
+        assert_eq!(
+            check_publish_metadata(&published("kcache-store")),
+            Vec::<String>::new()
+        );
+        let mut only_crates_io = published("kcache-store");
+        only_crates_io["publish"] = serde_json::json!(["crates-io"]);
+        assert_eq!(
+            check_publish_metadata(&only_crates_io),
+            Vec::<String>::new()
+        );
+
+        let mut unpublished = published("kcache-queue");
+        unpublished["publish"] = serde_json::json!([]);
+        unpublished["readme"] = Value::Null;
+        unpublished["keywords"] = serde_json::json!(["a", "b", "c", "d", "e", "f"]);
+        unpublished["categories"] = serde_json::json!([]);
+        assert_eq!(
+            check_publish_metadata(&unpublished),
+            [
+                "`kcache-queue` is a library: it must be publishable to crates.io (no `publish` \
+                 key)",
+                "`kcache-queue` has no `readme`",
+                "`kcache-queue` has 6 keywords: crates.io shows 1 to 5",
+                "`kcache-queue` has 0 categories: crates.io shows 1 to 5",
+            ]
+        );
+    }
+
+    #[test]
+    fn other_members_are_not_published() {
+        let mut program = published("kcache-testing-e2e");
+        assert_eq!(check_publish_metadata(&program).len(), 1);
+        program["publish"] = serde_json::json!([]);
+        assert_eq!(check_publish_metadata(&program), Vec::<String>::new());
+        let bare = serde_json::json!({"name": "kcache-xtask", "publish": []});
+        assert_eq!(check_publish_metadata(&bare), Vec::<String>::new());
     }
 
     #[test]
@@ -603,9 +526,6 @@ path = "nonsense"
         for file in rust_files(&root.join("xtask")).expect("list xtask") {
             let text = fs::read_to_string(&file).expect("read");
             assert_eq!(check_header(&text), None, "{}", file.display());
-            if !file.ends_with("tidy.rs") {
-                assert_eq!(forbidden_macros(&text), Vec::new(), "{}", file.display());
-            }
         }
     }
 }

@@ -25,6 +25,11 @@ pub(crate) struct Workspace {
 pub(crate) struct Package {
     /// The package name (`kcache-store`).
     pub(crate) name: String,
+    /// The package version (`0.1.0`).
+    pub(crate) version: String,
+    /// Whether it may be published to crates.io (no `publish = false`, or crates.io among the
+    /// registries it names).
+    pub(crate) publishable: bool,
     /// Whether building with `--all-features` differs from the defaults: the package has a
     /// feature other than an empty `default`.
     pub(crate) has_features: bool,
@@ -117,6 +122,19 @@ impl Package {
             .and_then(Value::as_str)
             .ok_or_else(|| Failure::new("cargo metadata lists a package without a name"))?
             .to_owned();
+        let version = package
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        // `null`: any registry; `[]`: `publish = false`; else the registries it may go to.
+        let publishable = match package.get("publish") {
+            None | Some(Value::Null) => true,
+            Some(Value::Array(registries)) => registries
+                .iter()
+                .any(|registry| registry.as_str() == Some("crates-io")),
+            Some(_) => false,
+        };
         let has_features = package
             .get("features")
             .and_then(Value::as_object)
@@ -144,6 +162,8 @@ impl Package {
         };
         Ok(Self {
             name,
+            version,
+            publishable,
             has_features,
             rust_version,
             docs_rs,
@@ -199,6 +219,11 @@ impl Workspace {
         Ok(version)
     }
 
+    /// The members that may be published to crates.io (see [`Package::publishable`]).
+    pub(crate) fn publishable(&self) -> impl Iterator<Item = &Package> {
+        self.packages.iter().filter(|package| package.publishable)
+    }
+
     /// The members that have features of their own (see [`Package::has_features`]).
     pub(crate) fn with_features(&self) -> impl Iterator<Item = &Package> {
         self.packages.iter().filter(|package| package.has_features)
@@ -215,6 +240,8 @@ mod tests {
         let metadata = docs_rs.map_or(Value::Null, |table| json!({"docs": {"rs": table}}));
         json!({
             "name": name,
+            "version": "0.1.0",
+            "publish": null,
             "features": features,
             "rust_version": "1.88",
             "metadata": metadata,
@@ -250,6 +277,26 @@ mod tests {
             ["--features", "k8s-openapi/latest", "--all-features"]
         );
         assert_eq!(ws.packages[0].docs_rs, None);
+    }
+
+    #[test]
+    fn versions_and_publishing_are_read() {
+        let mut unpublished = package("program", &json!({}), None);
+        unpublished["publish"] = json!([]);
+        let mut elsewhere = package("private", &json!({}), None);
+        elsewhere["publish"] = json!(["my-registry"]);
+        let mut crates_io = package("named", &json!({}), None);
+        crates_io["publish"] = json!(["crates-io"]);
+        let ws = workspace(&[
+            package("library", &json!({}), None),
+            unpublished,
+            elsewhere,
+            crates_io,
+        ])
+        .unwrap();
+        assert_eq!(ws.packages[0].version, "0.1.0");
+        let names: Vec<_> = ws.publishable().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["library", "named"]);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! with its defaults, the tests (unit, integration and doc; every feature, then each
 //! package with features on its defaults), the docs (each package with its defaults and with
 //! its docs.rs features), the declared minimum Rust version, the fuzz targets and the bench
-//! program, then the in-process [`deps`](crate::deps) and [`tidy`](crate::tidy) checks. Each
+//! program, the packaging of every publishable crate ([`package`](crate::package)), then the
+//! in-process [`deps`](crate::deps) and [`tidy`](crate::tidy) checks. Each
 //! command is announced on stderr as it starts; a failure names the step, and the run ends with
 //! the time each step took (CI gives the whole run 90 minutes on two cores).
 

@@ -7,13 +7,14 @@
 //! is built from its own Cargo.toml lines ([`readme`]). The workspace is checked on the
 //! declared `rust-version` (MSRV),
 //! and the two separate workspaces, the fuzz targets and the bench program, are checked too,
-//! in the shared target directory.
+//! in the shared target directory. Every publishable crate is packaged, verified and its
+//! publication dry-run ([`package`]).
 
 use std::path::Path;
 
 use super::job::Job;
 use crate::workspace::Workspace;
-use crate::{Failure, deps, readme, tidy};
+use crate::{Failure, deps, package, readme, tidy};
 
 /// The fuzz targets' workspace (cargo-fuzz), relative to the root.
 pub(crate) const FUZZ_DIR: &str = "client-http/fuzz";
@@ -183,6 +184,7 @@ pub(crate) fn steps(
             "bench",
             separate_workspace(root, workspace, BENCH_DIR, locks.bench, &["--all-features"]),
         ),
+        ("package", Step::InProcess(package::run)),
         ("deps", Step::InProcess(deps::run)),
         ("tidy", Step::InProcess(tidy::run)),
     ]);
@@ -199,6 +201,8 @@ mod tests {
     fn package(name: &str, has_features: bool, docs_rs: Option<DocsRs>) -> Package {
         Package {
             name: name.to_owned(),
+            version: "0.1.0".to_owned(),
+            publishable: true,
             has_features,
             rust_version: Some("1.88".to_owned()),
             docs_rs,
@@ -269,6 +273,7 @@ mod tests {
                 "msrv",
                 "fuzz",
                 "bench",
+                "package",
                 "deps",
                 "tidy"
             ]
