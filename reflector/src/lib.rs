@@ -69,6 +69,8 @@ pub mod reason;
 mod reflector;
 mod report;
 mod retry;
+mod shard_selector;
+mod sharded;
 mod status;
 mod watch_event;
 
@@ -79,7 +81,7 @@ pub use self::error_chain::ErrorChain;
 pub use self::lease::{LeaseLock, LeaseRecord, VersionedLease, micro_time};
 pub use self::lister_watcher::{ListerWatcher, WatchStream};
 pub use self::log_limit::{LOG_BURST, LOG_WINDOW, LogLimiter, LogPermit};
-pub use self::object_list::{ListMeta, ObjectList};
+pub use self::object_list::{ListMeta, ObjectList, ShardInfo};
 pub use self::options::{ListOptions, ResourceVersionMatch, query};
 pub use self::reflector::{
     AfterListFn, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_LIST_OBJECTS, DEFAULT_MAX_LIST_PAGES,
@@ -88,5 +90,10 @@ pub use self::reflector::{
 };
 pub use self::report::ErrorHook;
 pub use self::retry::RetryWithDeadline;
+pub use self::shard_selector::{
+    HASH_SPACE_END, ShardField, ShardRange, ShardSelector, ShardSelectorError, shard_hash,
+    shard_index,
+};
+pub use self::sharded::ShardedListerWatcher;
 pub use self::status::{Status, StatusCause, StatusDetails, StatusMetadata};
 pub use self::watch_event::{Bookmark, EventType, INITIAL_EVENTS_END_ANNOTATION, WatchEvent};

@@ -35,6 +35,9 @@ pub struct ObjectList<T> {
     /// The items that could not be decoded, left out of `items`. The reflector reports each
     /// (once per version) and the replace leaves them out of the cache.
     pub skipped: Vec<DecodeError>,
+    /// `metadata.shardInfo.selector`: the shard selector the server applied to this list, if
+    /// it applied one (a server without sharded list and watch leaves it out).
+    pub shard_info: Option<String>,
 }
 
 impl<T> ObjectList<T> {
@@ -47,6 +50,7 @@ impl<T> ObjectList<T> {
             continue_token: None,
             remaining_item_count: None,
             skipped: Vec::new(),
+            shard_info: None,
         }
     }
 
@@ -68,6 +72,7 @@ impl<T> ObjectList<T> {
             continue_token: meta.continue_token.filter(|t| !t.is_empty()),
             remaining_item_count: meta.remaining_item_count,
             skipped: Vec::new(),
+            shard_info: meta.shard_info.map(|s| s.selector),
         }
     }
 
@@ -91,6 +96,17 @@ pub struct ListMeta {
     /// `remainingItemCount`.
     #[serde(default)]
     pub remaining_item_count: Option<i64>,
+    /// `shardInfo`: set when the server applied a shard selector.
+    #[serde(default)]
+    pub shard_info: Option<ShardInfo>,
+}
+
+/// A list's `metadata.shardInfo`: the shard selector the server applied, echoed back.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ShardInfo {
+    /// `selector`.
+    #[serde(default)]
+    pub selector: String,
 }
 
 #[derive(Deserialize)]

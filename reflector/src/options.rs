@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::ShardSelector;
+
 /// `resourceVersionMatch`: how `resourceVersion` is interpreted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ResourceVersionMatch {
@@ -75,6 +77,10 @@ pub struct ListOptions {
     pub allow_watch_bookmarks: bool,
     /// `sendInitialEvents` (watch only: the streaming list).
     pub send_initial_events: Option<bool>,
+    /// `shardSelector`: only the objects of these hash ranges (server-side sharded list and
+    /// watch). A server that does not honour it sends everything; wrap the lister-watcher in a
+    /// [`ShardedListerWatcher`](crate::ShardedListerWatcher) to filter what it sends.
+    pub shard_selector: Option<ShardSelector>,
 }
 
 impl ListOptions {
@@ -89,6 +95,13 @@ impl ListOptions {
     #[must_use]
     pub fn with_field_selector(mut self, selector: impl Into<String>) -> Self {
         self.field_selector = selector.into();
+        self
+    }
+
+    /// Sets `shardSelector`.
+    #[must_use]
+    pub fn with_shard_selector(mut self, selector: ShardSelector) -> Self {
+        self.shard_selector = Some(selector);
         self
     }
 
@@ -127,6 +140,9 @@ impl ListOptions {
         if let Some(s) = self.send_initial_events {
             q.push((query::SEND_INITIAL_EVENTS, s.to_string()));
         }
+        if let Some(s) = &self.shard_selector {
+            q.push((query::SHARD_SELECTOR, s.to_string()));
+        }
         if let Some(t) = self.timeout_seconds {
             q.push((query::TIMEOUT_SECONDS, t.to_string()));
         }
@@ -153,11 +169,13 @@ pub mod query {
     pub const RESOURCE_VERSION_MATCH: &str = "resourceVersionMatch";
     /// `sendInitialEvents`: a streaming list.
     pub const SEND_INITIAL_EVENTS: &str = "sendInitialEvents";
+    /// `shardSelector`: `shardRange(...)` calls joined by `||`.
+    pub const SHARD_SELECTOR: &str = "shardSelector";
     /// `timeoutSeconds`.
     pub const TIMEOUT_SECONDS: &str = "timeoutSeconds";
 
     /// Every one of them, in the order `to_query` writes them.
-    pub const ALL: [&str; 9] = [
+    pub const ALL: [&str; 10] = [
         ALLOW_WATCH_BOOKMARKS,
         CONTINUE,
         FIELD_SELECTOR,
@@ -166,6 +184,7 @@ pub mod query {
         RESOURCE_VERSION,
         RESOURCE_VERSION_MATCH,
         SEND_INITIAL_EVENTS,
+        SHARD_SELECTOR,
         TIMEOUT_SECONDS,
     ];
 }
@@ -196,6 +215,7 @@ mod tests {
             timeout_seconds: Some(300),
             allow_watch_bookmarks: true,
             send_initial_events: Some(false),
+            shard_selector: Some(crate::ShardSelector::shard(crate::ShardField::Uid, 0, 2)),
         };
         let names: Vec<_> = o.to_query().into_iter().map(|(k, _)| k).collect();
         assert_eq!(names, query::ALL);
