@@ -100,7 +100,8 @@ pub use self::factory::InformerFactory;
 pub use self::handler::{FilteringHandler, HandlerFuncs, ResourceEventHandler};
 pub use self::leader::{
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElector,
-    LeaderElectorBuilder, ShardFilter, ShardedElection, shard_of,
+    LeaderElectorBuilder, SHARD_RESTART_DELAY, ShardFilter, ShardScope, ShardedCaches,
+    ShardedElection, shard_of,
 };
 pub use self::read_only::ReadOnlyIndexer;
 pub use self::reconcile::{

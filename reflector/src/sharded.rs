@@ -26,7 +26,7 @@ use crate::{
 /// ```
 /// use std::sync::Arc;
 /// use kcache_reflector::{ListOptions, ListerWatcher, ShardField, ShardSelector, ShardedListerWatcher};
-/// use kcache_store::{DynamicObject, Object};
+/// use kcache_store::DynamicObject;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {

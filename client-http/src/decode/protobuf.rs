@@ -256,7 +256,33 @@ fn read_list_meta<T>(bytes: &[u8], list: &mut ObjectList<T>) -> Result<(), Error
     list.resource_version = meta.resource_version.unwrap_or_default();
     list.continue_token = meta.continue_token.filter(|c| !c.is_empty());
     list.remaining_item_count = meta.remaining_item_count;
+    list.shard_info = shard_info(bytes).map_err(|e| list_error(&e))?;
     Ok(())
+}
+
+/// `ListMeta.shardInfo` (field 5, a `ShardInfo` whose field 1 is `selector`): the shard
+/// selector the server applied. Read from the wire, as the field table is built from releases
+/// before it.
+fn shard_info(list_meta: &[u8]) -> Result<Option<String>, kcache_protobuf::Error> {
+    use kcache_protobuf::wire::{Reader, Wire};
+    let mut found = None;
+    let mut fields = Reader::new(list_meta);
+    while let Some((number, value)) = fields.field()? {
+        let (5, Wire::Len(info)) = (number, value) else {
+            continue;
+        };
+        let mut selector = String::new();
+        let mut info = Reader::new(info);
+        while let Some((number, value)) = info.field()? {
+            if let (1, Wire::Len(text)) = (number, value) {
+                selector = String::from_utf8(text.to_vec()).map_err(|_| {
+                    kcache_protobuf::Error::Custom("shardInfo.selector is not UTF-8".to_owned())
+                })?;
+            }
+        }
+        found = Some(selector);
+    }
+    Ok(found)
 }
 
 /// Reads a whole protobuf list response as it arrives.

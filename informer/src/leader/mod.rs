@@ -4,6 +4,7 @@
 //! over.
 
 mod config;
+mod sharded_caches;
 mod shards;
 
 use std::future::Future;
@@ -21,6 +22,7 @@ use self::config::JITTER_FACTOR;
 pub use self::config::{
     DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElectorBuilder,
 };
+pub use self::sharded_caches::{SHARD_RESTART_DELAY, ShardScope, ShardedCaches};
 pub use self::shards::{ShardFilter, ShardedElection, shard_of};
 
 /// Runs for leadership of one Lease, as client-go's `LeaderElector`.

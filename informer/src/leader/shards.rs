@@ -11,6 +11,8 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use kcache_reflector::{shard_hash, shard_index};
+
 use super::{LeaderElector, LeaderElectorBuilder};
 
 /// The shard of `key` among `shards`: FNV-1a (64 bits) of the key, modulo `shards` (at least
@@ -48,11 +50,24 @@ pub struct ShardFilter {
 
 struct FilterInner {
     shards: u32,
+    /// How a key maps to its shard.
+    by: KeyShard,
     state: Mutex<Held>,
     /// Notified when a reconcile ends.
     idle: Notify,
     /// Bumped whenever a shard is acquired.
     acquired: watch::Sender<u64>,
+    /// Bumped whenever a shard is acquired or given up.
+    changed: watch::Sender<u64>,
+}
+
+/// How a [`ShardFilter`] maps a key to its shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyShard {
+    /// [`shard_of`] the whole key.
+    Key,
+    /// The hash range of the key's namespace, as a namespace-sharded cache splits objects.
+    Namespace,
 }
 
 /// The shards held, and the reconciles running per shard (a shard being released keeps its
@@ -79,15 +94,43 @@ impl Drop for InFlight {
 }
 
 impl ShardFilter {
-    /// A filter over `shards` shards (at least 1), holding none yet.
+    /// A filter over `shards` shards (at least 1), holding none yet; a key's shard is
+    /// [`shard_of`] the key.
     #[must_use]
     pub fn new(shards: u32) -> Self {
+        Self::with(shards, KeyShard::Key)
+    }
+
+    /// A filter over `shards` shards whose keys map as a cache sharded by namespace splits its
+    /// objects: a key's shard is the one of `shards` equal hash ranges its namespace's FNV-1a
+    /// hash falls in ([`ShardSelector::shard`](kcache_reflector::ShardSelector::shard) over
+    /// `object.metadata.namespace`). Use it with [`ShardedCaches`](crate::ShardedCaches) and
+    /// [`ShardField::Namespace`](kcache_reflector::ShardField::Namespace), so that the work and
+    /// the cache split the same way.
+    ///
+    /// ```
+    /// use kcache_informer::ShardFilter;
+    /// use kcache_reflector::{ShardField, ShardSelector};
+    ///
+    /// let filter = ShardFilter::by_namespace(4);
+    /// let shard = filter.shard_of("shop/web");
+    /// assert!(ShardSelector::shard(ShardField::Namespace, shard, 4).matches_value("shop"));
+    /// assert_eq!(filter.shard_of("shop/db"), shard, "one namespace, one shard");
+    /// ```
+    #[must_use]
+    pub fn by_namespace(shards: u32) -> Self {
+        Self::with(shards, KeyShard::Namespace)
+    }
+
+    fn with(shards: u32, by: KeyShard) -> Self {
         Self {
             inner: Arc::new(FilterInner {
                 shards: shards.max(1),
+                by,
                 state: Mutex::new(Held::default()),
                 idle: Notify::new(),
                 acquired: watch::channel(0).0,
+                changed: watch::channel(0).0,
             }),
         }
     }
@@ -108,7 +151,14 @@ impl ShardFilter {
     /// The shard of `key`.
     #[must_use]
     pub fn shard_of(&self, key: &str) -> u32 {
-        shard_of(key, self.inner.shards)
+        match self.inner.by {
+            KeyShard::Key => shard_of(key, self.inner.shards),
+            KeyShard::Namespace => {
+                // A cluster-scoped key has no namespace: the server hashes "".
+                let namespace = key.split_once('/').map_or("", |(ns, _)| ns);
+                shard_index(shard_hash(namespace), self.inner.shards)
+            }
+        }
     }
 
     /// Whether this replica holds `key`'s shard now.
@@ -130,6 +180,25 @@ impl ShardFilter {
         self.inner.acquired.subscribe()
     }
 
+    /// Changes whenever a shard is acquired or given up.
+    pub(crate) fn watch_changed(&self) -> watch::Receiver<u64> {
+        self.inner.changed.subscribe()
+    }
+
+    /// Starts work on all of `shard` if it is held: the shard is not given up (its Lease not
+    /// released) until the returned guard is dropped.
+    pub(crate) fn begin_shard(&self, shard: u32) -> Option<InFlight> {
+        let mut held = self.held();
+        if !held.shards.contains(&shard) {
+            return None;
+        }
+        *held.running.entry(shard).or_default() += 1;
+        Some(InFlight {
+            filter: self.clone(),
+            shard,
+        })
+    }
+
     /// Starts a reconcile of `key` if its shard is held.
     pub(crate) fn begin(&self, key: &str) -> Option<InFlight> {
         let shard = self.shard_of(key);
@@ -145,15 +214,17 @@ impl ShardFilter {
     }
 
     /// `shard` is held from now on.
-    fn acquire(&self, shard: u32) {
+    pub(crate) fn acquire(&self, shard: u32) {
         self.held().shards.insert(shard);
         self.inner.acquired.send_modify(|n| *n += 1);
+        self.inner.changed.send_modify(|n| *n += 1);
     }
 
     /// `shard` is no longer held: no reconcile of its keys starts any more; resolves once the
     /// running ones have ended.
     async fn release(&self, shard: u32) {
         self.held().shards.remove(&shard);
+        self.inner.changed.send_modify(|n| *n += 1);
         loop {
             let idle = self.inner.idle.notified();
             tokio::pin!(idle);

@@ -16,6 +16,7 @@ mod panics;
 mod reconcile;
 mod resync;
 mod send_sync;
+mod sharded_caches;
 mod sharding;
 mod shutdown;
 mod stream;
