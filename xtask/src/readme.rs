@@ -42,6 +42,12 @@ const EXAMPLES: &[(&str, &str, &str, &str)] = &[
         "// </README leader>",
     ),
     (
+        "### Sharded caches",
+        "testing/e2e/examples/sharded.rs",
+        "// <README sharded>\n",
+        "// </README sharded>",
+    ),
+    (
         "## An operator",
         "testing/e2e/examples/operator.rs",
         "// <README operator>\n",

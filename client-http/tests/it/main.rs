@@ -30,6 +30,8 @@ mod protobuf;
 mod proxy;
 mod redaction;
 mod send_sync;
+// Server-side sharded list and watch, honoured or ignored by the server.
+mod sharding;
 // The status and scale subresources of `ObjectClient`.
 mod subresources;
 mod support;

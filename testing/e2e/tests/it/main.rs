@@ -19,4 +19,6 @@ mod leader;
 mod metadata;
 mod operator;
 mod own_thread;
+// Sharded caches over HTTP: replicas caching only their shards.
+mod sharded;
 mod support;
