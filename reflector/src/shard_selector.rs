@@ -28,7 +28,7 @@ impl ShardField {
     }
 
     /// The field's value in `object` (`""` when it has none, as the server reads it).
-    pub fn value_of<'a, T: Object + ?Sized>(self, object: &'a T) -> &'a str {
+    pub fn value_of<T: Object + ?Sized>(self, object: &T) -> &str {
         match self {
             Self::Uid => object.uid(),
             Self::Namespace => object.namespace(),
