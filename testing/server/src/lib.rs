@@ -3,11 +3,11 @@
 //!
 //! - [`FakeApiServer`]: a real HTTP/1.1 + HTTP/2 server (plain or TLS) speaking the Kubernetes
 //!   list/watch protocol: one global resource version, pagination with expiring continue tokens,
-//!   selectors, bookmarks, streaming lists, compaction with 410s, writes (create, replace,
-//!   patch, server-side apply, delete, with their preconditions and watch events) on the
-//!   common built-in kinds and yours, discovery, `OpenAPI` v3 and tables (so `kubectl` reads
-//!   and writes against it) and fault injection. Run it standalone with
-//!   `cargo run -p kcache-testing-server --example fake_api_server`.
+//!   selectors, bookmarks, streaming lists, sharded lists and watches (`shardSelector`),
+//!   compaction with 410s, writes (create, replace, patch, server-side apply, delete, with their
+//!   preconditions and watch events) on the common built-in kinds and yours, discovery,
+//!   `OpenAPI` v3 and tables (so `kubectl` reads and writes against it) and fault injection. Run
+//!   it standalone with `cargo run -p kcache-testing-server --example fake_api_server`.
 //! - [`FakeProxy`]: a forward proxy on 127.0.0.1 speaking HTTP `CONNECT` or SOCKS5, with
 //!   optional credentials, that records the tunnels it opens and the requests it refuses, to
 //!   prove that a client goes through the `proxy-url` of its kubeconfig.

@@ -9,6 +9,7 @@ use kcache_store::{DynamicObject, FieldSelector, Selector};
 use serde_json::Value;
 
 use super::served_resource::{ResourceId, ServedResource};
+use super::sharding::ShardFilter;
 use super::status::ApiError;
 use super::util::value_at;
 
@@ -25,14 +26,14 @@ pub(crate) fn truthy(value: &str) -> bool {
 pub(crate) mod query {
     pub(crate) use kcache_reflector::query::{
         ALLOW_WATCH_BOOKMARKS, CONTINUE, FIELD_SELECTOR, LABEL_SELECTOR, LIMIT, RESOURCE_VERSION,
-        RESOURCE_VERSION_MATCH, SEND_INITIAL_EVENTS, TIMEOUT_SECONDS,
+        RESOURCE_VERSION_MATCH, SEND_INITIAL_EVENTS, SHARD_SELECTOR, TIMEOUT_SECONDS,
     };
 
     /// `watch`: not a `ListOptions` field; the HTTP clients add it to a watch request.
     pub(crate) const WATCH: &str = "watch";
 
     /// Every one of them, in the order the `OpenAPI` documents list them.
-    pub(crate) const ALL: [&str; 10] = [
+    pub(crate) const ALL: [&str; 11] = [
         ALLOW_WATCH_BOOKMARKS,
         CONTINUE,
         FIELD_SELECTOR,
@@ -41,6 +42,7 @@ pub(crate) mod query {
         RESOURCE_VERSION,
         RESOURCE_VERSION_MATCH,
         SEND_INITIAL_EVENTS,
+        SHARD_SELECTOR,
         TIMEOUT_SECONDS,
         WATCH,
     ];
@@ -74,10 +76,18 @@ pub(crate) struct ListParams {
     pub(crate) send_initial: Option<bool>,
     /// The object name from the URL (a single-object watch).
     pub(crate) name: Option<String>,
+    /// `shardSelector`, when the server shards (see [`sharding`](super::sharding)).
+    pub(crate) shard: Option<ShardFilter>,
 }
 
 impl ListParams {
-    pub(crate) fn parse(params: &[(String, String)], target: &Target) -> Result<Self, ApiError> {
+    /// Reads the query `params` of a request on `target`; `sharding`: whether the server has
+    /// sharded list and watch (else `shardSelector` is ignored, as an older server ignores it).
+    pub(crate) fn parse(
+        params: &[(String, String)],
+        target: &Target,
+        sharding: bool,
+    ) -> Result<Self, ApiError> {
         let mut p = ListParams {
             watch: target.watch_prefix,
             ..ListParams::default()
@@ -112,6 +122,7 @@ impl ListParams {
                 query::WATCH => p.watch = truthy(v),
                 query::ALLOW_WATCH_BOOKMARKS => p.bookmarks = truthy(v),
                 query::SEND_INITIAL_EVENTS => p.send_initial = Some(truthy(v)),
+                query::SHARD_SELECTOR => p.shard = ShardFilter::parse(v, sharding)?,
                 _ => {}
             }
         }
@@ -169,6 +180,9 @@ impl ListParams {
         if !self.label.is_empty() && !self.label.matches(obj.metadata.labels.as_ref()) {
             return false;
         }
+        if self.shard.as_ref().is_some_and(|shard| !shard.selects(obj)) {
+            return false;
+        }
         if self.field.is_empty() {
             return true;
         }
@@ -176,8 +190,13 @@ impl ListParams {
             .matches(|f| Some(field_value(&target.resource, obj, f)))
     }
 
+    /// Whether anything but the URL's namespace narrows the objects: a label, field or shard
+    /// selector, or the URL's name.
     pub(crate) fn has_selectors(&self) -> bool {
-        !self.label.is_empty() || !self.field.is_empty() || self.name.is_some()
+        !self.label.is_empty()
+            || !self.field.is_empty()
+            || self.name.is_some()
+            || self.shard.is_some()
     }
 }
 

@@ -30,6 +30,7 @@ use serde_json::Value;
 use super::body::ResponseBody;
 use super::partial_metadata::{self, MetaVersion};
 use super::served_resource::ServedResource;
+use super::sharding;
 use super::status::{ApiError, internal};
 use super::stored::Stored;
 
@@ -90,9 +91,10 @@ pub(crate) fn list_of_stored(
     meta: &serde_json::Map<String, Value>,
     items: &[&Stored],
 ) -> Option<Vec<u8>> {
-    let list_meta = table::message_named("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")?;
-    let list_meta =
-        kcache_protobuf::encode::to_vec(&Value::Object(meta.clone()), list_meta).ok()?;
+    let message = table::message_named("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")?;
+    let mut list_meta =
+        kcache_protobuf::encode::to_vec(&Value::Object(meta.clone()), message).ok()?;
+    sharding::append_protobuf_shard_info(&mut list_meta, message.fields, meta);
     let mut raw = Vec::new();
     kcache_protobuf::wire::put_bytes(&mut raw, 1, &list_meta);
     for item in items {

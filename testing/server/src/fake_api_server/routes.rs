@@ -27,6 +27,7 @@ use super::protobuf;
 use super::response::{error_response, json_response};
 use super::schema;
 use super::served_resource::{ResourceId, ServedResource};
+use super::sharding;
 use super::state::{self, Deleted, RequestRecord, Shared, wait_for_rv};
 use super::status::{self, ApiError, internal};
 use super::stored::Stored;
@@ -214,11 +215,13 @@ async fn route(
     }
     match verb {
         Verb::Watch => {
-            let params = ListParams::parse(query, &target).map_err(err)?;
+            let params =
+                ListParams::parse(query, &target, shared.config.sharded_list_watch).map_err(err)?;
             Ok(watch::serve(shared.clone(), target, params, format, fault).await)
         }
         Verb::List => {
-            let params = ListParams::parse(query, &target).map_err(err)?;
+            let params =
+                ListParams::parse(query, &target, shared.config.sharded_list_watch).map_err(err)?;
             let repeat_continue = fault == Some(FaultKind::RepeatContinue);
             list(shared, &target, &params, format, repeat_continue)
                 .await
@@ -536,7 +539,7 @@ fn delete_collection(
     dry_run: bool,
     format: Format,
 ) -> Result<Response<ResponseBody>, ApiError> {
-    let params = ListParams::parse(query, target)?;
+    let params = ListParams::parse(query, target, shared.config.sharded_list_watch)?;
     let (rv, deleted) = shared.mutate_maybe_dry(dry_run, |s| {
         let keys: Vec<String> = s
             .resource(&target.id)?
@@ -559,6 +562,9 @@ fn delete_collection(
     })?;
     let mut meta = serde_json::Map::new();
     meta.insert("resourceVersion".into(), json!(rv.to_string()));
+    if let Some(shard) = &params.shard {
+        meta.insert(sharding::SHARD_INFO.into(), shard.shard_info());
+    }
     let items: Vec<&Stored> = deleted.iter().map(|s| &**s).collect();
     let body = match format {
         Format::Partial(partial) => {
@@ -847,6 +853,9 @@ async fn list(
         if let Some(remaining) = remaining {
             meta.insert("remainingItemCount".into(), json!(remaining));
         }
+    }
+    if let Some(shard) = &p.shard {
+        meta.insert(sharding::SHARD_INFO.into(), shard.shard_info());
     }
     // In protobuf, copied from the items' stored protobuf when they all have it.
     let protobuf_list = match format {

@@ -59,6 +59,8 @@ pub(crate) struct Config {
     /// Encode every written object in protobuf as it is stored (see
     /// `FakeApiServerBuilder::protobuf_on_write`).
     pub(crate) protobuf_on_write: bool,
+    /// Whether `shardSelector` is served (see `FakeApiServerBuilder::sharded_list_watch`).
+    pub(crate) sharded_list_watch: bool,
 }
 
 impl Default for Config {
@@ -77,6 +79,7 @@ impl Default for Config {
             http2_max_concurrent_streams: 1000,
             request_log_limit: 10_000,
             protobuf_on_write: false,
+            sharded_list_watch: true,
             watch_frames: super::WatchFrames::default(),
         }
     }

@@ -163,10 +163,7 @@ fn stream(
     let producer = Producer {
         kind,
         api_version,
-        unfiltered: target.namespace.is_none()
-            && p.label.is_empty()
-            && p.field.is_empty()
-            && p.name.is_none(),
+        unfiltered: target.namespace.is_none() && !p.has_selectors(),
         shared: shared.clone(),
         table: (format == Format::Table).then(|| Printer::new(&target.resource)),
         partial,

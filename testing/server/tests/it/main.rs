@@ -19,6 +19,7 @@ mod fake_api_server_metadata;
 mod fake_api_server_protobuf;
 mod fake_api_server_python;
 mod fake_api_server_schemas;
+mod fake_api_server_sharding;
 mod fake_api_server_writes;
 mod fake_proxy;
 mod workload;
