@@ -91,3 +91,19 @@ impl<T: Object, L: ListerWatcher<T> + ?Sized> ListerWatcher<T> for Arc<L> {
         (**self).supports_streaming_lists()
     }
 }
+
+#[async_trait::async_trait]
+impl<T: Object, L: ListerWatcher<T> + ?Sized> ListerWatcher<T> for Box<L> {
+    async fn list(&self, opts: &ListOptions) -> Result<ObjectList<T>, Error> {
+        (**self).list(opts).await
+    }
+    async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<T>, Error> {
+        (**self).watch(opts).await
+    }
+    fn resource(&self) -> Option<String> {
+        (**self).resource()
+    }
+    fn supports_streaming_lists(&self) -> bool {
+        (**self).supports_streaming_lists()
+    }
+}

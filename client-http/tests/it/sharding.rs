@@ -260,7 +260,7 @@ async fn a_malformed_selector_is_a_bad_request_unless_the_server_lacks_the_featu
         if sharding {
             assert_eq!(status, 400, "{body}");
             assert!(body.contains("invalid shard selector"), "{body}");
-            assert!(body.contains(&reason), "{body}");
+            assert!(body.contains(&reason.replace('"', "\\\"")), "{body}");
         } else {
             assert_eq!(
                 status, 200,
@@ -268,4 +268,33 @@ async fn a_malformed_selector_is_a_bad_request_unless_the_server_lacks_the_featu
             );
         }
     }
+}
+
+#[cfg(feature = "k8s-openapi")]
+#[tokio::test]
+async fn protobuf_lists_carry_the_shard_info() {
+    use k8s_openapi::api::core::v1::Pod;
+    let server = server(true, 40).await;
+    let selector = ShardSelector::shard(ShardField::Uid, 2, SHARDS);
+    let pods = kcache_client_http::HttpListerWatcher::<Pod>::typed(crate::support::client(&server))
+        .all_namespaces()
+        .protobuf()
+        .build();
+    let lw = ShardedListerWatcher::new(pods, selector.clone());
+    let page = lw.list(&ListOptions::default()).await.unwrap();
+    let request = server.requests().last().unwrap().clone();
+    assert!(
+        request
+            .accept
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("application/vnd.kubernetes.protobuf")
+    );
+    assert_eq!(
+        page.shard_info.as_deref(),
+        Some(selector.to_string().as_str())
+    );
+    assert!(!page.items.is_empty() && page.items.iter().all(|p| selector.matches(p)));
+    assert_eq!(lw.server_honoured(), Some(true));
+    assert_eq!(lw.ignored_objects(), 0);
 }

@@ -55,8 +55,8 @@ async fn replica(
     )?;
     // Split on the uid: a flat collection spreads evenly. (`ShardField::Namespace` keeps a
     // namespace, an owner and what it owns, in one shard.)
-    let caches = ShardedCaches::new(&filter, ShardField::Uid);
-    let work = caches.run(cancel.clone(), move |scope| {
+    let shard_caches = ShardedCaches::new(&filter, ShardField::Uid);
+    let work = shard_caches.run(cancel.clone(), move |scope| {
         let (client, cached) = (client.clone(), Arc::clone(&cached));
         async move {
             let configmaps = HttpListerWatcher::<DynamicObject>::builder(

@@ -25,11 +25,14 @@ const SHARDS: u32 = 4;
 
 type ShardLw = ShardedListerWatcher<HttpListerWatcher<DynamicObject>>;
 
+/// (replica, shard) -> its informer and lister-watcher.
+type Running = BTreeMap<(usize, u32), (SharedIndexInformer<DynamicObject>, Arc<ShardLw>)>;
+
 /// What the replicas cached and reconciled.
 #[derive(Default)]
 struct Ledger {
     /// (replica, shard) -> its informer and lister-watcher, while the shard's work runs.
-    caches: Mutex<BTreeMap<(usize, u32), (SharedIndexInformer<DynamicObject>, Arc<ShardLw>)>>,
+    caches: Mutex<Running>,
     /// Objects the server sent outside a shard, summed over ended shard works.
     ignored: AtomicUsize,
     running: Mutex<HashMap<String, usize>>,
@@ -173,7 +176,7 @@ fn replica(
             ));
             LeaderElector::builder(lock, identity.clone())
                 .lease_duration(Duration::from_secs(2))
-                .renew_deadline(Duration::from_millis(1000))
+                .renew_deadline(Duration::from_secs(1))
                 .retry_period(Duration::from_millis(200))
         },
         |shard| shard as usize % 3 == index % 3,
@@ -295,7 +298,7 @@ async fn three_replicas(field: ShardField, pods_total: usize) {
     }));
     for (_, (_, lw)) in ledger.caches.lock().unwrap().iter() {
         assert_eq!(lw.ignored_objects(), 0, "the server sent only the shard");
-        assert_eq!(lw.server_honoured().unwrap_or(true), true);
+        assert!(lw.server_honoured().unwrap_or(true));
     }
 
     // Replica 0 is killed (its Leases not released): its shards move once they expire.
@@ -323,10 +326,21 @@ async fn three_replicas(field: ShardField, pods_total: usize) {
         assert_eq!(by.len(), 1, "{key} reconciled by one replica: {by:?}");
     }
 
-    // Under churn: a replica restarts, another is killed; at the end the caches equal the server.
+    under_churn(&server, &ledger, field, pods_total, replicas).await;
+}
+
+/// Under churn: a replica restarts, another is killed; at the end the caches equal the server,
+/// and no key ever ran on two replicas at once.
+async fn under_churn(
+    server: &Arc<FakeApiServer>,
+    ledger: &Arc<Ledger>,
+    field: ShardField,
+    pods_total: usize,
+    mut replicas: Vec<Replica>,
+) {
     let churning = Arc::new(AtomicBool::new(true));
     let churn = tokio::spawn({
-        let (server, churning) = (Arc::clone(&server), Arc::clone(&churning));
+        let (server, churning) = (Arc::clone(server), Arc::clone(&churning));
         async move {
             let mut i = 0_usize;
             while churning.load(Ordering::SeqCst) {
@@ -345,13 +359,13 @@ async fn three_replicas(field: ShardField, pods_total: usize) {
             }
         }
     });
-    replicas.push(replica(3, field, &server, &ledger));
+    replicas.push(replica(3, field, server, ledger));
     tokio::time::sleep(Duration::from_secs(2)).await;
     kill(replicas.remove(0)).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     churning.store(false, Ordering::SeqCst);
     churn.await.unwrap();
-    quiescent(&server, &ledger, field).await;
+    quiescent(server, ledger, field).await;
     assert_eq!(
         ledger.overlaps.load(Ordering::SeqCst),
         0,
