@@ -57,7 +57,8 @@ impl DynamicObject {
     }
 }
 
-crate::object::object_from_meta!(DynamicObject);
+// The typed metadata, and `apiVersion` and `kind` as data.
+crate::impl_object!(DynamicObject, type_meta);
 
 impl<'de> Deserialize<'de> for DynamicObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

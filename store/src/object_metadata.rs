@@ -31,81 +31,79 @@ pub trait ObjectMetadata {
     fn owner_references(&self) -> Vec<OwnerReference>;
 }
 
-impl ObjectMetadata for crate::ObjectMeta {
-    fn name(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
-    fn namespace(&self) -> Option<&str> {
-        self.namespace.as_deref()
-    }
-    fn resource_version(&self) -> Option<&str> {
-        self.resource_version.as_deref()
-    }
-    fn uid(&self) -> Option<&str> {
-        self.uid.as_deref()
-    }
-    fn labels(&self) -> Option<&BTreeMap<String, String>> {
-        self.labels.as_ref()
-    }
-    fn annotations(&self) -> Option<&BTreeMap<String, String>> {
-        self.annotations.as_ref()
-    }
-    fn is_being_deleted(&self) -> bool {
-        self.deletion_timestamp.is_some()
-    }
-    fn generation(&self) -> Option<i64> {
-        self.generation
-    }
-    fn owner_references(&self) -> Vec<OwnerReference> {
-        match self.other.get("ownerReferences") {
-            Some(serde_json::Value::Array(refs)) => refs
-                .iter()
-                .filter_map(|r| serde::Deserialize::deserialize(r).ok())
-                .collect(),
-            _ => Vec::new(),
+/// Implements [`ObjectMetadata`] for `$meta`, a metadata struct whose fields bear the names
+/// and types both `ObjectMeta`s give them; `$owner_references` reads the owner references,
+/// which the two keep differently.
+macro_rules! object_metadata {
+    ($meta:ty, $owner_references:path) => {
+        impl ObjectMetadata for $meta {
+            fn name(&self) -> Option<&str> {
+                self.name.as_deref()
+            }
+            fn namespace(&self) -> Option<&str> {
+                self.namespace.as_deref()
+            }
+            fn resource_version(&self) -> Option<&str> {
+                self.resource_version.as_deref()
+            }
+            fn uid(&self) -> Option<&str> {
+                self.uid.as_deref()
+            }
+            fn labels(&self) -> Option<&BTreeMap<String, String>> {
+                self.labels.as_ref()
+            }
+            fn annotations(&self) -> Option<&BTreeMap<String, String>> {
+                self.annotations.as_ref()
+            }
+            fn is_being_deleted(&self) -> bool {
+                self.deletion_timestamp.is_some()
+            }
+            fn generation(&self) -> Option<i64> {
+                self.generation
+            }
+            fn owner_references(&self) -> Vec<OwnerReference> {
+                $owner_references(self)
+            }
         }
+    };
+}
+
+object_metadata!(crate::ObjectMeta, untyped_owner_references);
+
+/// kcache's `ObjectMeta` keeps the owner references untyped, among its other fields: the
+/// entries that parse.
+fn untyped_owner_references(meta: &crate::ObjectMeta) -> Vec<OwnerReference> {
+    match meta.other.get("ownerReferences") {
+        Some(serde_json::Value::Array(refs)) => refs
+            .iter()
+            .filter_map(|r| serde::Deserialize::deserialize(r).ok())
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
 #[cfg(feature = "k8s-openapi")]
-impl ObjectMetadata for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-    fn name(&self) -> Option<&str> {
-        self.name.as_deref()
-    }
-    fn namespace(&self) -> Option<&str> {
-        self.namespace.as_deref()
-    }
-    fn resource_version(&self) -> Option<&str> {
-        self.resource_version.as_deref()
-    }
-    fn uid(&self) -> Option<&str> {
-        self.uid.as_deref()
-    }
-    fn labels(&self) -> Option<&BTreeMap<String, String>> {
-        self.labels.as_ref()
-    }
-    fn annotations(&self) -> Option<&BTreeMap<String, String>> {
-        self.annotations.as_ref()
-    }
-    fn is_being_deleted(&self) -> bool {
-        self.deletion_timestamp.is_some()
-    }
-    fn generation(&self) -> Option<i64> {
-        self.generation
-    }
-    fn owner_references(&self) -> Vec<OwnerReference> {
-        self.owner_references
-            .iter()
-            .flatten()
-            .map(|r| OwnerReference {
-                api_version: r.api_version.clone(),
-                kind: r.kind.clone(),
-                name: r.name.clone(),
-                uid: r.uid.clone(),
-                controller: r.controller,
-            })
-            .collect()
-    }
+object_metadata!(
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    k8s_openapi_owner_references
+);
+
+/// k8s-openapi's `ObjectMeta` keeps them typed.
+#[cfg(feature = "k8s-openapi")]
+fn k8s_openapi_owner_references(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Vec<OwnerReference> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .map(|r| OwnerReference {
+            api_version: r.api_version.clone(),
+            kind: r.kind.clone(),
+            name: r.name.clone(),
+            uid: r.uid.clone(),
+            controller: r.controller,
+        })
+        .collect()
 }
 
 /// Implements [`Object`](crate::Object) for a type whose `metadata` field is an
@@ -137,9 +135,34 @@ impl ObjectMetadata for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMe
 /// assert_eq!(gadget.generation(), Some(2));
 /// # Ok::<(), serde_json::Error>(())
 /// ```
+///
+/// `impl_object!(Type, type_meta)` also answers
+/// [`Object::api_version`](crate::Object::api_version) and [`Object::kind`](crate::Object::kind)
+/// from the type's `api_version` and `kind` fields (`Option`s of any string type: `String`,
+/// `Arc<str>`), for a type that keeps them as data, as [`DynamicObject`](crate::DynamicObject)
+/// and [`PartialObjectMetadata`](crate::PartialObjectMetadata) do:
+///
+/// ```
+/// use kcache_store::{Object, ObjectMeta, impl_object};
+///
+/// struct Untyped {
+///     api_version: Option<String>,
+///     kind: Option<String>,
+///     metadata: ObjectMeta,
+/// }
+///
+/// impl_object!(Untyped, type_meta);
+///
+/// let object = Untyped {
+///     api_version: Some("example.com/v1".into()),
+///     kind: Some("Gadget".into()),
+///     metadata: ObjectMeta::default(),
+/// };
+/// assert_eq!(object.kind(), Some("Gadget"));
+/// ```
 #[macro_export]
 macro_rules! impl_object {
-    ($type:ty) => {
+    (@object $type:ty; $($type_meta:tt)*) => {
         impl $crate::Object for $type {
             fn name(&self) -> Option<&str> {
                 $crate::ObjectMetadata::name(&self.metadata)
@@ -168,6 +191,20 @@ macro_rules! impl_object {
             fn owner_references(&self) -> Vec<$crate::OwnerReference> {
                 $crate::ObjectMetadata::owner_references(&self.metadata)
             }
+            $($type_meta)*
         }
+    };
+    ($type:ty) => {
+        $crate::impl_object!(@object $type;);
+    };
+    ($type:ty, type_meta) => {
+        $crate::impl_object!(@object $type;
+            fn api_version(&self) -> Option<&str> {
+                self.api_version.as_deref()
+            }
+            fn kind(&self) -> Option<&str> {
+                self.kind.as_deref()
+            }
+        );
     };
 }

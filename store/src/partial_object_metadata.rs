@@ -64,7 +64,8 @@ impl PartialObjectMetadata {
     }
 }
 
-crate::object::object_from_meta!(PartialObjectMetadata);
+// The typed metadata, and `apiVersion` and `kind` as data.
+crate::impl_object!(PartialObjectMetadata, type_meta);
 
 impl<'de> Deserialize<'de> for PartialObjectMetadata {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -212,7 +212,6 @@ where
         .ok_or_else(|| FinalizerError::Object("the object has no name".to_owned()))?
         .to_owned();
     let mut object = object;
-    let mut attempt = 1;
     loop {
         match step(&*object, name)? {
             Step::Nothing => return Ok(None),
@@ -223,90 +222,110 @@ where
                     .map_err(|e| FinalizerError::Apply(e.into()));
             }
             Step::Add(current) => {
-                match client
-                    .patch(&object_name, &add_patch(current.as_ref(), name))
-                    .await
-                {
-                    // On to the apply, with the object as written (the finalizer on).
-                    Ok(written) => {
-                        object = Arc::new(written);
-                        continue;
-                    }
-                    Err(e) if lost_race(&e) && attempt < FINALIZER_ATTEMPTS => {}
-                    Err(source) => {
-                        return Err(FinalizerError::Add {
-                            finalizer: name.to_owned(),
-                            source,
-                        });
-                    }
+                let patch = add_patch(current.as_ref(), name);
+                // A fresh read that no longer needs the finalizer added is decided again.
+                let rebuild = |fresh: &T| match step(fresh, name)? {
+                    Step::Add(current) => Ok(Some(add_patch(current.as_ref(), name))),
+                    _ => Ok(None),
+                };
+                match write(client, Change::Add, name, &object_name, patch, rebuild).await? {
+                    // On to the apply, with the object as written (the finalizer on), or to
+                    // what the fresh read asks for.
+                    Written::Patched(written) | Written::Unneeded(written) => object = written,
+                    // Gone meanwhile: nothing is left to do for it.
+                    Written::Gone => return Ok(None),
                 }
             }
             Step::Cleanup => {
-                return cleanup(client, name, &object_name, object, reconcile).await;
-            }
-        }
-        attempt += 1;
-        tracing::debug!(object = %object_name, finalizer = name, attempt, "the object changed under a finalizer write; reading it again");
-        match client.get(&object_name).await {
-            Ok(Some(fresh)) => object = Arc::new(fresh),
-            // Gone meanwhile: nothing is left to do for it.
-            Ok(None) => return Ok(None),
-            Err(source) => {
-                return Err(FinalizerError::Add {
-                    finalizer: name.to_owned(),
-                    source,
-                });
+                let current = finalizers_of(&*object)?.unwrap_or_default();
+                let result = reconcile(FinalizerEvent::Cleanup(object))
+                    .await
+                    .map_err(|e| FinalizerError::Cleanup(e.into()))?;
+                let patch = remove_patch(&current, name);
+                // Removed by someone else meanwhile: nothing to write.
+                let rebuild = |fresh: &T| {
+                    let current = finalizers_of(fresh)?.unwrap_or_default();
+                    Ok(current
+                        .iter()
+                        .any(|f| f == name)
+                        .then(|| remove_patch(&current, name)))
+                };
+                // Written, no longer needed or gone with its last finalizer: removed.
+                write(client, Change::Remove, name, &object_name, patch, rebuild).await?;
+                return Ok(Some(result));
             }
         }
     }
 }
 
-/// Runs the cleanup of `object`, then removes the finalizer `name` (reading the object again
-/// when another writer changed its finalizers meanwhile).
-async fn cleanup<T, F, Fut, R, E>(
-    client: &ObjectClient<T>,
-    name: &str,
-    object_name: &str,
-    object: Arc<T>,
-    reconcile: F,
-) -> Result<Option<R>, FinalizerError>
-where
-    T: Object + Serialize + DeserializeOwned,
-    F: FnOnce(FinalizerEvent<T>) -> Fut,
-    Fut: Future<Output = Result<R, E>>,
-    E: Into<BoxError>,
-{
-    let remove_error = |source| FinalizerError::Remove {
-        finalizer: name.to_owned(),
-        source,
-    };
-    let mut current = finalizers_of(&*object)?.unwrap_or_default();
-    let result = reconcile(FinalizerEvent::Cleanup(object))
-        .await
-        .map_err(|e| FinalizerError::Cleanup(e.into()))?;
-    for attempt in 1..=FINALIZER_ATTEMPTS {
-        match client
-            .patch(object_name, &remove_patch(&current, name))
-            .await
-        {
-            Ok(_) => return Ok(Some(result)),
-            Err(e) if lost_race(&e) && attempt < FINALIZER_ATTEMPTS => {
-                match client.get(object_name).await.map_err(remove_error)? {
-                    Some(fresh) => current = finalizers_of(&fresh)?.unwrap_or_default(),
-                    None => return Ok(Some(result)),
-                }
-                if !current.iter().any(|f| f == name) {
-                    // Someone removed it already.
-                    return Ok(Some(result));
-                }
-            }
-            // A 404: the object went once its last finalizer went; ours is not on it.
-            Err(e) if e.is_not_found() => return Ok(Some(result)),
-            Err(source) => return Err(remove_error(source)),
+/// Which finalizer write [`write`] makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// Adding the finalizer.
+    Add,
+    /// Removing it after the cleanup.
+    Remove,
+}
+
+impl Change {
+    /// The error of this write failing with `source`.
+    fn failed(self, finalizer: &str, source: Error) -> FinalizerError {
+        let finalizer = finalizer.to_owned();
+        match self {
+            Self::Add => FinalizerError::Add { finalizer, source },
+            Self::Remove => FinalizerError::Remove { finalizer, source },
         }
     }
-    // The loop returns on its last attempt.
-    Ok(Some(result))
+}
+
+/// How a finalizer write ended.
+enum Written<T> {
+    /// The patch was written: the object as written.
+    Patched(Arc<T>),
+    /// A fresh read, after a lost race, needs no write: the object as read.
+    Unneeded(Arc<T>),
+    /// The object is gone: a fresh read found none or, for a removal, the patch found none
+    /// (the object went once its last finalizer went).
+    Gone,
+}
+
+/// Writes `patch` to the object `object_name`; while the write loses to another writer (the
+/// patch's `test` fails, or a conflict), reads the object again and writes what `rebuild`
+/// makes of it instead (`None`: nothing to write any more), up to [`FINALIZER_ATTEMPTS`]
+/// writes in all. Losing the last one is an error, as any other failed write is.
+async fn write<T>(
+    client: &ObjectClient<T>,
+    change: Change,
+    finalizer: &str,
+    object_name: &str,
+    mut patch: Patch,
+    mut rebuild: impl FnMut(&T) -> Result<Option<Patch>, FinalizerError>,
+) -> Result<Written<T>, FinalizerError>
+where
+    T: DeserializeOwned,
+{
+    let mut attempt = 1;
+    loop {
+        match client.patch(object_name, &patch).await {
+            Ok(written) => return Ok(Written::Patched(Arc::new(written))),
+            Err(e) if lost_race(&e) && attempt < FINALIZER_ATTEMPTS => {}
+            Err(e) if change == Change::Remove && e.is_not_found() => return Ok(Written::Gone),
+            Err(source) => return Err(change.failed(finalizer, source)),
+        }
+        attempt += 1;
+        tracing::debug!(object = %object_name, finalizer, attempt, "the object changed under a finalizer write; reading it again");
+        let fresh = client
+            .get(object_name)
+            .await
+            .map_err(|source| change.failed(finalizer, source))?;
+        let Some(fresh) = fresh else {
+            return Ok(Written::Gone);
+        };
+        match rebuild(&fresh)? {
+            Some(next) => patch = next,
+            None => return Ok(Written::Unneeded(Arc::new(fresh))),
+        }
+    }
 }
 
 #[cfg(test)]

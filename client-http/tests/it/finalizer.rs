@@ -5,11 +5,13 @@
 
 use std::sync::Arc;
 
+use http::Method;
 use kcache_client_http::{
-    ApiResource, Client, Config, FinalizerError, FinalizerEvent, ObjectClient, Patch, finalizer,
+    ApiResource, Client, Config, FINALIZER_ATTEMPTS, FinalizerError, FinalizerEvent, ObjectClient,
+    Patch, finalizer,
 };
 use kcache_store::{DynamicObject, Object};
-use kcache_testing_server::FakeApiServer;
+use kcache_testing_server::{FakeApiServer, Reply, ScriptedServer};
 use serde_json::{Value, json};
 
 const OURS: &str = "example.com/cleanup";
@@ -23,7 +25,11 @@ fn finalizers(o: &DynamicObject) -> Value {
 }
 
 fn configmaps(server: &FakeApiServer) -> ObjectClient<DynamicObject> {
-    let client = Client::new(Config::new(server.url().parse().unwrap())).unwrap();
+    configmaps_at(server.url())
+}
+
+fn configmaps_at(url: &str) -> ObjectClient<DynamicObject> {
+    let client = Client::new(Config::new(url.parse().unwrap())).unwrap();
     ObjectClient::builder(client, ApiResource::new("", "v1", "configmaps", true))
         .namespace("shop")
         .build()
@@ -132,4 +138,45 @@ async fn being_deleted_without_the_finalizer_runs_nothing() {
     };
     assert_eq!(finalizer(&api, OURS, marked, never).await.unwrap(), None);
     server.shutdown().await;
+}
+
+/// A server where every finalizer write loses to another writer: each PATCH is a conflict and
+/// each read shows the object as `object` (`deleting`: being deleted, with our finalizer).
+async fn always_conflicting(deleting: bool) -> ScriptedServer {
+    let object = if deleting {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web",
+            "namespace": "shop", "deletionTimestamp": "2025-01-01T00:00:00Z",
+            "finalizers": [OURS]}})
+    } else {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "web", "namespace": "shop"}})
+    };
+    ScriptedServer::start(move |req| {
+        if req.method == Method::PATCH {
+            Reply::status(409, "Conflict", "the object has been modified")
+        } else {
+            Reply::json(200, object.to_string())
+        }
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn losing_every_finalizer_write_is_an_error_after_the_last_attempt() {
+    for deleting in [false, true] {
+        let server = always_conflicting(deleting).await;
+        let api = configmaps_at(server.url());
+        let object = Arc::new(api.get("web").await.unwrap().unwrap());
+        let err = finalizer(&api, OURS, object, step).await.unwrap_err();
+        if deleting {
+            // The cleanup ran, but the finalizer could not be removed: it runs again later.
+            assert!(matches!(err, FinalizerError::Remove { .. }), "{err}");
+        } else {
+            assert!(matches!(err, FinalizerError::Add { .. }), "{err}");
+        }
+        let patches = server.count(|r| r.method == Method::PATCH);
+        assert_eq!(patches, FINALIZER_ATTEMPTS, "deleting: {deleting}");
+        server.shutdown().await;
+    }
 }

@@ -30,7 +30,7 @@ pub(crate) struct CompactMeta {
 #[derive(Deserialize)]
 struct Top<'a> {
     #[serde(default, borrow)]
-    metadata: Option<OnlyMap<WireMeta<'a>>>,
+    metadata: Option<OnlyMap<WireMeta<&'a RawValue>>>,
     #[serde(default, borrow, rename = "apiVersion")]
     api_version: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -60,9 +60,18 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for OnlyMap<T> {
     }
 }
 
+/// The fields of an object's `metadata` that [`CompactMeta`] keeps, as serde reads them, the
+/// one list of them for every encoding. `R` holds the values only looked at in passing
+/// (`deletionTimestamp`, `managedFields`) and `O` the `ownerReferences`: the JSON path
+/// borrows all three as [`RawValue`]s from the text (nothing built but what it keeps), a
+/// decoder of another encoding ([`CompactMetadata`](super::CompactMetadata)) reads them with
+/// any `Deserializer`, as [`IgnoredAny`](serde::de::IgnoredAny) and `Vec<OwnerReference>`.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WireMeta<'a> {
+#[serde(
+    rename_all = "camelCase",
+    bound(deserialize = "R: Deserialize<'de>, O: Deserialize<'de>")
+)]
+pub(crate) struct WireMeta<R, O = R> {
     #[serde(default)]
     name: Option<Box<str>>,
     #[serde(default)]
@@ -77,12 +86,71 @@ struct WireMeta<'a> {
     annotations: Option<BTreeMap<String, String>>,
     #[serde(default)]
     generation: Option<i64>,
-    #[serde(default, borrow)]
-    deletion_timestamp: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    managed_fields: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    owner_references: Option<&'a RawValue>,
+    /// Set (and not `null`) when the object is being deleted.
+    #[serde(default)]
+    deletion_timestamp: Option<R>,
+    #[serde(default)]
+    managed_fields: Option<R>,
+    #[serde(default)]
+    owner_references: Option<O>,
+}
+
+/// A value read in passing: whether it is set (not `null`).
+pub(crate) trait Passing {
+    /// Whether the value is set: not `null`.
+    fn is_set(&self) -> bool;
+}
+
+impl Passing for &RawValue {
+    fn is_set(&self) -> bool {
+        self.get() != "null"
+    }
+}
+
+impl Passing for serde::de::IgnoredAny {
+    /// `null` is `None` before an `IgnoredAny` is read: whatever is read is set.
+    fn is_set(&self) -> bool {
+        true
+    }
+}
+
+/// `ownerReferences` as read: the references [`CompactMeta`] keeps.
+pub(crate) trait Owners {
+    /// The references kept.
+    fn into_owners(self) -> Box<[OwnerReference]>;
+}
+
+impl Owners for &RawValue {
+    fn into_owners(self) -> Box<[OwnerReference]> {
+        owner_references(self.get())
+    }
+}
+
+impl Owners for Vec<OwnerReference> {
+    fn into_owners(self) -> Box<[OwnerReference]> {
+        self.into_boxed_slice()
+    }
+}
+
+impl<R: Passing, O: Owners> WireMeta<R, O> {
+    /// The metadata kept, and the `managedFields` value as read.
+    pub(crate) fn into_meta(self) -> (CompactMeta, Option<R>) {
+        let meta = CompactMeta {
+            name: self.name,
+            namespace: self.namespace,
+            resource_version: self.resource_version,
+            uid: self.uid,
+            labels: self.labels,
+            annotations: self.annotations,
+            generation: self.generation,
+            being_deleted: self.deletion_timestamp.is_some_and(|t| t.is_set()),
+            owner_references: self
+                .owner_references
+                .map(Owners::into_owners)
+                .unwrap_or_default(),
+        };
+        (meta, self.managed_fields)
+    }
 }
 
 /// The metadata of the object in `json`, and the byte range of its `managedFields` value
@@ -105,22 +173,8 @@ pub(crate) fn read_meta(
     let Some(OnlyMap(wire)) = top.metadata else {
         return Ok((CompactMeta::default(), None));
     };
-    let managed = wire.managed_fields.map(|v| span_in(json, v.get()));
-    let meta = CompactMeta {
-        name: wire.name,
-        namespace: wire.namespace,
-        resource_version: wire.resource_version,
-        uid: wire.uid,
-        labels: wire.labels,
-        annotations: wire.annotations,
-        generation: wire.generation,
-        being_deleted: wire.deletion_timestamp.is_some_and(|t| t.get() != "null"),
-        owner_references: wire
-            .owner_references
-            .map(|refs| owner_references(refs.get()))
-            .unwrap_or_default(),
-    };
-    Ok((meta, managed))
+    let (meta, managed) = wire.into_meta();
+    Ok((meta, managed.map(|v| span_in(json, v.get()))))
 }
 
 /// The entries of an `ownerReferences` value (its text, already delimited by the metadata's

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
 
-use super::meta::CompactMeta;
+use super::meta::{CompactMeta, WireMeta};
 use crate::OwnerReference;
 
 /// The metadata a [`Compact`](super::Compact) object keeps decoded (the fields behind
@@ -60,44 +60,10 @@ impl CompactMetadata {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Wire {
-    #[serde(default)]
-    name: Option<Box<str>>,
-    #[serde(default)]
-    namespace: Option<Box<str>>,
-    #[serde(default)]
-    resource_version: Option<Box<str>>,
-    #[serde(default)]
-    uid: Option<Box<str>>,
-    #[serde(default)]
-    labels: Option<BTreeMap<String, String>>,
-    #[serde(default)]
-    annotations: Option<BTreeMap<String, String>>,
-    #[serde(default)]
-    generation: Option<i64>,
-    /// Set (and not `null`) when the object is being deleted.
-    #[serde(default)]
-    deletion_timestamp: Option<IgnoredAny>,
-    #[serde(default)]
-    owner_references: Option<Vec<OwnerReference>>,
-}
-
 impl<'de> Deserialize<'de> for CompactMetadata {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let wire = Wire::deserialize(deserializer)?;
-        Ok(Self(CompactMeta {
-            name: wire.name,
-            namespace: wire.namespace,
-            resource_version: wire.resource_version,
-            uid: wire.uid,
-            labels: wire.labels,
-            annotations: wire.annotations,
-            generation: wire.generation,
-            being_deleted: wire.deletion_timestamp.is_some(),
-            owner_references: wire.owner_references.unwrap_or_default().into(),
-        }))
+        let wire = WireMeta::<IgnoredAny, Vec<OwnerReference>>::deserialize(deserializer)?;
+        Ok(Self(wire.into_meta().0))
     }
 }
 
