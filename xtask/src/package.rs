@@ -89,6 +89,36 @@ pub(crate) fn check_sizes(sizes: &[(String, u64)]) -> Result<(), Failure> {
     )))
 }
 
+/// Removes the sources cargo unpacked from the local registry of an earlier packaging
+/// (`$CARGO_HOME/registry/src/-<hash>/<crate>-<version>`, the registries named after a path).
+/// Cargo unpacks a crate of a given version once and reuses the directory, so after a change
+/// that keeps the version the verification would build the next crate against the old sources
+/// of the ones packaged before it.
+fn forget_unpacked(packages: &[&Package]) {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+    let Some(home) = home else { return };
+    let Ok(registries) = fs::read_dir(home.join("registry").join("src")) else {
+        return;
+    };
+    for registry in registries.flatten() {
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue; // crates.io's and other index registries: not ours
+        }
+        for package in packages {
+            let unpacked = registry
+                .path()
+                .join(format!("{}-{}", package.name, package.version));
+            if unpacked.is_dir()
+                && let Err(e) = fs::remove_dir_all(&unpacked)
+            {
+                eprintln!("    cannot remove {}: {e}", unpacked.display());
+            }
+        }
+    }
+}
+
 /// Packages, verifies and dry-runs the publication of every publishable member of the
 /// workspace at `root`, then checks the size of each `.crate`.
 pub(crate) fn run(root: &Path) -> Result<(), Failure> {
@@ -97,6 +127,7 @@ pub(crate) fn run(root: &Path) -> Result<(), Failure> {
     if packages.is_empty() {
         return Err(Failure::new("the workspace has no publishable package"));
     }
+    forget_unpacked(&packages);
     // CI must not resolve dependencies anew: `--locked` wherever the workspace has a lock file.
     let locked = root.join("Cargo.lock").is_file();
     for job in jobs(packages.iter().copied(), locked) {
