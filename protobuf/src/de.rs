@@ -131,6 +131,60 @@ pub fn from_message<'de, T: Deserialize<'de>>(
     message: &'static Message,
     type_meta: Option<TypeMeta<'de>>,
 ) -> Result<T, Error> {
+    from_message_seed(bytes, message, type_meta, std::marker::PhantomData::<T>)
+}
+
+/// Deserializes the protobuf `bytes` of `message` with `seed` (a serde `DeserializeSeed`: a
+/// JSON pointer's seek, say, that reads one value and scans past the rest), with `type_meta`
+/// presented as its `apiVersion` and `kind`. The seed is cloned when the first pass gives up
+/// on a message whose fields arrive out of order, for the second.
+///
+/// ```
+/// use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+/// use serde_json::json;
+///
+/// /// Counts an object's top-level fields, reading none of them.
+/// #[derive(Clone, Copy)]
+/// struct CountFields;
+///
+/// impl<'de> DeserializeSeed<'de> for CountFields {
+///     type Value = usize;
+///     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
+///         d.deserialize_map(self)
+///     }
+/// }
+///
+/// impl<'de> Visitor<'de> for CountFields {
+///     type Value = usize;
+///     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("an object")
+///     }
+///     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<usize, A::Error> {
+///         let mut count = 0;
+///         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+///             count += 1;
+///         }
+///         Ok(count)
+///     }
+/// }
+///
+/// let message = kcache_protobuf::table::message_for_kind("v1", "ConfigMap").unwrap();
+/// let config_map = json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
+/// let bytes = kcache_protobuf::encode::to_vec(&config_map, message)?;
+/// let fields = kcache_protobuf::de::from_message_seed(&bytes, message, None, CountFields)?;
+/// assert_eq!(fields, 2);
+/// # Ok::<(), kcache_protobuf::Error>(())
+/// ```
+///
+/// # Errors
+/// Malformed protobuf, a field whose wire type does not fit the table, or whatever `seed`
+/// refuses.
+pub fn from_message_seed<'de, S: DeserializeSeed<'de> + Clone>(
+    bytes: &'de [u8],
+    message: &'static Message,
+    type_meta: Option<TypeMeta<'de>>,
+    seed: S,
+) -> Result<S::Value, Error> {
     let first = MessageDe {
         bytes,
         message,
@@ -140,8 +194,8 @@ pub fn from_message<'de, T: Deserialize<'de>>(
             depth: 0,
         },
     };
-    match T::deserialize(first) {
-        Err(Error::Unordered(_)) => T::deserialize(MessageDe {
+    match seed.clone().deserialize(first) {
+        Err(Error::Unordered(_)) => seed.deserialize(MessageDe {
             bytes,
             message,
             type_meta,

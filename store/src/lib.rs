@@ -75,7 +75,7 @@ mod transform;
 
 pub use self::api_resource::ApiResource;
 pub use self::cache::Cache;
-pub use self::compact::{Compact, CompactCodec, CompactMetadata, PayloadFormat};
+pub use self::compact::{Compact, CompactCodec, CompactMetadata, JsonPointer, PayloadFormat};
 pub use self::dynamic_object::DynamicObject;
 pub use self::error::{BoxError, Error, KeyError, Result, SelectorError};
 pub use self::expected_type::ExpectedType;

@@ -13,10 +13,11 @@ use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
+use kcache_protobuf::de::from_message_seed;
 use kcache_protobuf::table::{Kind, Message, message as table_message};
 use kcache_protobuf::wire::{self, Reader, Wire};
 use kcache_protobuf::{Error, TypeMeta, from_message};
-use kcache_store::{Compact, CompactCodec, CompactMetadata, PayloadFormat};
+use kcache_store::{Compact, CompactCodec, CompactMetadata, JsonPointer, PayloadFormat};
 use serde::de::DeserializeOwned;
 
 use crate::decode::protobuf::ProtoObjectFn;
@@ -60,6 +61,17 @@ impl<K: DeserializeOwned> PayloadFormat<K> for ProtoFormat<K> {
         let value: serde_json::Value = from_message(payload, self.message, Some(self.type_meta()))
             .map_err(|e| json_error(&e))?;
         serde_json::to_string(&value)
+    }
+
+    /// Sought in the protobuf itself: the message is walked as the JSON form would be, every
+    /// field off the path skipped unread, and only the value found is built.
+    fn pointer(
+        &self,
+        payload: &[u8],
+        pointer: &JsonPointer,
+    ) -> Result<Option<serde_json::Value>, serde_json::Error> {
+        from_message_seed(payload, self.message, Some(self.type_meta()), pointer)
+            .map_err(|e| json_error(&e))
     }
 }
 
@@ -343,6 +355,58 @@ mod tests {
         assert_eq!(compact.pointer("/spec/nodeName").unwrap(), Some(json!("n")));
     }
 
+    #[test]
+    fn a_pointer_is_sought_in_the_protobuf_as_in_the_json() {
+        let mut pod = pod();
+        pod["spec"]["containers"] = json!([
+            {"name": "app", "image": "nginx", "ports": [{"containerPort": 80, "protocol": "TCP"}]},
+            {"name": "sidecar", "image": "envoy", "args": ["--a", "--b"]},
+        ]);
+        pod["status"] = json!({"phase": "Running", "startTime": "2024-05-01T10:00:01Z"});
+        let raw = kcache_protobuf::encode::to_vec(&pod, message()).unwrap();
+        let from_protobuf = pods()(&raw, message(), POD).unwrap();
+        let from_json: Compact<DynamicObject> =
+            CompactCodec::new().encode(&pod.to_string()).unwrap();
+        let pointers = [
+            // Present: scalars, nested arrays, objects, the whole object.
+            "/spec/containers/0/image",
+            "/spec/containers/1/image",
+            "/spec/containers/1/args/1",
+            "/spec/containers/0/ports/0/containerPort",
+            "/spec/containers/0",
+            "/spec",
+            "/metadata/labels/app",
+            "/metadata/creationTimestamp",
+            "/metadata/ownerReferences/0/controller",
+            "/status/phase",
+            "/apiVersion",
+            "/kind",
+            "",
+            // Absent: a missing member, an index past the end or not canonical, a path
+            // through a scalar, the managedFields cut out.
+            "/spec/containers/2/image",
+            "/spec/containers/01/image",
+            "/spec/containers/x",
+            "/spec/nodeName/deeper",
+            "/spec/hostname",
+            "/metadata/managedFields",
+            "/nope",
+        ];
+        for pointer in pointers {
+            let want = from_json.pointer(pointer).unwrap();
+            assert_eq!(from_protobuf.pointer(pointer).unwrap(), want, "{pointer}");
+        }
+        assert_eq!(
+            from_protobuf.pointer("/spec/containers/1/image").unwrap(),
+            Some(json!("envoy"))
+        );
+        assert_eq!(
+            from_protobuf.pointer("/spec/containers/2/image").unwrap(),
+            None
+        );
+        assert!(from_protobuf.pointer("spec").is_err());
+    }
+
     /// Index values an informer would compute: by owner, by app label, by node (a field
     /// beyond the metadata, read through the compact form's pointer).
     fn index_values(object: &impl Object, node: Option<String>) -> Vec<String> {
@@ -428,6 +492,20 @@ mod tests {
             };
             let typed_node = typed.spec.as_ref().and_then(|s| s.node_name.clone());
             proptest::prop_assert_eq!(node(&from_protobuf), typed_node.clone());
+            // Fields beyond the metadata, sought in the protobuf as in the JSON.
+            for pointer in [
+                "/spec/containers/0/image",
+                "/spec/containers/0/resources/requests/cpu",
+                "/spec/containers/1/name",
+                "/status/phase",
+                "/status/conditions/0/lastTransitionTime",
+            ] {
+                proptest::prop_assert_eq!(
+                    from_protobuf.pointer(pointer).unwrap(),
+                    from_json.pointer(pointer).unwrap(),
+                    "{}", pointer
+                );
+            }
             let want = index_values(&typed, typed_node);
             proptest::prop_assert_eq!(index_values(&from_protobuf, node(&from_protobuf)), want.clone());
             proptest::prop_assert_eq!(index_values(&from_json, node(&from_json)), want);

@@ -34,6 +34,7 @@ pub use self::codec::CompactCodec;
 use self::codec::Packed;
 use self::meta::CompactMeta;
 pub use self::payload::PayloadFormat;
+pub use self::pointer::JsonPointer;
 pub use self::summary::CompactMetadata;
 use crate::Object;
 
@@ -141,11 +142,19 @@ impl<K> Compact<K> {
     /// read without building the rest of the object; `None` when there is no such value.
     /// For index functions that need a field beyond the metadata.
     ///
+    /// An object kept in another encoding is read by its [`PayloadFormat`]'s
+    /// [`pointer`](PayloadFormat::pointer).
+    ///
     /// # Errors
     ///
-    /// `pointer` is not empty and does not start with `/`.
+    /// `pointer` is not empty and does not start with `/`; or, as for [`json`](Self::json),
+    /// the stored bytes do not decode.
     pub fn pointer(&self, pointer: &str) -> Result<Option<Value>, serde_json::Error> {
-        pointer::read_pointer(&self.json()?, pointer)
+        let pointer = JsonPointer::parse(pointer)?;
+        match &self.format {
+            None => pointer.read(&self.packed.unpack()?),
+            Some(format) => format.pointer(&self.packed.unpack_bytes()?, &pointer),
+        }
     }
 
     /// The size of the object as kept (without `managedFields` unless kept), in bytes, before

@@ -1,6 +1,8 @@
 //! [`PayloadFormat`]: how a [`Compact`](super::Compact) object kept in an encoding other than
 //! JSON (Kubernetes' protobuf) is read back.
 
+use super::JsonPointer;
+
 /// Reads back the payload of a [`Compact`](super::Compact) object that a decoder of another
 /// encoding built with [`CompactCodec::encode_parts`](super::CompactCodec::encode_parts): the
 /// object's bytes as that encoding wrote them (without `managedFields` unless kept).
@@ -57,4 +59,20 @@ pub trait PayloadFormat<K>: Send + Sync {
     ///
     /// `payload` does not decode.
     fn json(&self, payload: &[u8]) -> Result<String, serde_json::Error>;
+
+    /// The value at `pointer` in the object's JSON form; `None` when there is no such value.
+    /// By default read from [`json`](Self::json)'s text; a format whose decoder is a serde
+    /// `Deserializer` presenting the object as JSON does can seek it in `payload` directly,
+    /// with [`JsonPointer::seek`](super::JsonPointer::seek), building nothing else.
+    ///
+    /// # Errors
+    ///
+    /// `payload` does not decode.
+    fn pointer(
+        &self,
+        payload: &[u8],
+        pointer: &JsonPointer,
+    ) -> Result<Option<serde_json::Value>, serde_json::Error> {
+        pointer.read(&self.json(payload)?)
+    }
 }

@@ -7,25 +7,97 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+/// A JSON pointer (RFC 6901, `/spec/nodeName`), parsed: the value it names is read by
+/// [`seek`](Self::seek) from any serde `Deserializer` without building the rest (every member
+/// off the path is scanned past), or from JSON text by [`read`](Self::read).
+///
+/// [`Compact::pointer`](super::Compact::pointer) parses one and reads it from the object's
+/// JSON, or hands it to the object's [`PayloadFormat`](super::PayloadFormat) when the object is
+/// kept in another encoding, which can seek it in its own bytes.
+///
+/// ```
+/// use kcache_store::JsonPointer;
+///
+/// let pointer = JsonPointer::parse("/spec/containers/0/image")?;
+/// let doc = r#"{"spec":{"containers":[{"name":"app","image":"nginx"}]}}"#;
+/// assert_eq!(pointer.read(doc)?, Some("nginx".into()));
+/// let value: serde_json::Value = serde_json::from_str(doc)?;
+/// assert_eq!(pointer.seek(&value)?, Some("nginx".into()));
+/// assert_eq!(JsonPointer::parse("/spec/nodeName")?.read(doc)?, None);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonPointer {
+    /// The reference tokens, unescaped; none for the whole document (`""`).
+    tokens: Vec<String>,
+}
+
+impl JsonPointer {
+    /// Parses `pointer`: `""` (the whole document), or `/` followed by reference tokens
+    /// separated by `/`, in which `~1` stands for `/` and `~0` for `~`.
+    ///
+    /// # Errors
+    ///
+    /// The pointer is not empty and does not start with `/`.
+    pub fn parse(pointer: &str) -> Result<Self, serde_json::Error> {
+        if pointer.is_empty() {
+            return Ok(Self { tokens: Vec::new() });
+        }
+        let Some(rest) = pointer.strip_prefix('/') else {
+            return Err(de::Error::custom(format!(
+                "a JSON pointer starts with '/': {pointer:?}"
+            )));
+        };
+        Ok(Self {
+            tokens: rest.split('/').map(unescape).collect(),
+        })
+    }
+
+    /// The value at this pointer in the JSON document `json`; `Ok(None)` when the path does
+    /// not exist.
+    ///
+    /// # Errors
+    ///
+    /// `json` is not valid JSON.
+    pub fn read(&self, json: &str) -> Result<Option<Value>, serde_json::Error> {
+        let mut de = serde_json::Deserializer::from_str(json);
+        let found = self.seek(&mut de)?;
+        de.end()?;
+        Ok(found)
+    }
+
+    /// The value at this pointer in the value `deserializer` presents (as JSON would present
+    /// it: objects as maps, arrays as sequences); `Ok(None)` when the path does not exist.
+    /// The same as deserializing the seed `&self` ([`DeserializeSeed`]).
+    ///
+    /// # Errors
+    ///
+    /// Whatever `deserializer` fails with.
+    pub fn seek<'de, D: Deserializer<'de>>(
+        &self,
+        deserializer: D,
+    ) -> Result<Option<Value>, D::Error> {
+        Seek { path: &self.tokens }.deserialize(deserializer)
+    }
+}
+
+/// Seeks the pointer's value in what the deserializer presents.
+impl<'de> DeserializeSeed<'de> for &JsonPointer {
+    type Value = Option<Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        self.seek(deserializer)
+    }
+}
+
 /// The value at `pointer` in `json`; `Ok(None)` when the path does not exist.
 ///
 /// # Errors
 ///
 /// The pointer is not empty and does not start with `/`, or `json` is not valid JSON.
-pub(crate) fn read_pointer(json: &str, pointer: &str) -> Result<Option<Value>, serde_json::Error> {
-    if pointer.is_empty() {
-        return serde_json::from_str(json).map(Some);
-    }
-    let Some(rest) = pointer.strip_prefix('/') else {
-        return Err(de::Error::custom(format!(
-            "a JSON pointer starts with '/': {pointer:?}"
-        )));
-    };
-    let tokens: Vec<String> = rest.split('/').map(unescape).collect();
-    let mut de = serde_json::Deserializer::from_str(json);
-    let found = Seek { path: &tokens }.deserialize(&mut de)?;
-    de.end()?;
-    Ok(found)
+#[cfg(test)]
+fn read_pointer(json: &str, pointer: &str) -> Result<Option<Value>, serde_json::Error> {
+    JsonPointer::parse(pointer)?.read(json)
 }
 
 /// RFC 6901: `~1` is `/`, `~0` is `~`.
