@@ -38,24 +38,29 @@ const HINT: &str = "a dev-dependency on a crate that depends back on the package
                     that cargo drops it from the published manifest; a file the build reads \
                     must not be in `exclude`";
 
-/// The commands of steps 1 and 2 for `packages`: `--locked` when the workspace has a lock file.
-pub(crate) fn jobs<'p>(packages: impl IntoIterator<Item = &'p Package>, locked: bool) -> Vec<Job> {
+/// The commands of steps 1 and 2 for `packages`: `--locked` when the workspace has a lock file,
+/// building in `target_dir`.
+pub(crate) fn jobs<'p>(
+    packages: impl IntoIterator<Item = &'p Package>,
+    locked: bool,
+    target_dir: &str,
+) -> Vec<Job> {
     let mut selected = Vec::new();
     for package in packages {
         selected.push("-p".to_owned());
         selected.push(package.name.clone());
     }
-    let common: &[&str] = if locked {
-        &["--locked", "--allow-dirty"]
-    } else {
-        &["--allow-dirty"]
-    };
+    let mut common = vec!["--target-dir", target_dir];
+    if locked {
+        common.push("--locked");
+    }
+    common.push("--allow-dirty");
     vec![
-        Job::cargo(&["package"]).args(&selected).args(common),
+        Job::cargo(&["package"]).args(&selected).args(&common),
         Job::cargo(&["publish"])
             .args(&selected)
             .args(&["--dry-run", "--no-verify"])
-            .args(common),
+            .args(&common),
     ]
 }
 
@@ -87,6 +92,32 @@ pub(crate) fn check_sizes(sizes: &[(String, u64)]) -> Result<(), Failure> {
         too_large.join(", "),
         kibibytes(MAX_CRATE_BYTES)
     )))
+}
+
+/// Removes what an earlier verification built of the kcache crates in `target` (the
+/// dependencies from crates.io stay built).
+fn forget_built(target: &Path) {
+    for kind in ["debug/.fingerprint", "debug/deps", "debug/build"] {
+        let Ok(entries) = fs::read_dir(target.join(kind)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if !(name.starts_with("kcache-") || name.contains("kcache_")) {
+                continue;
+            }
+            let path = entry.path();
+            let removed = if path.is_dir() {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path)
+            };
+            if let Err(e) = removed {
+                eprintln!("    cannot remove {}: {e}", path.display());
+            }
+        }
+    }
 }
 
 /// Removes the sources cargo unpacked from the local registry of an earlier packaging
@@ -127,15 +158,26 @@ pub(crate) fn run(root: &Path) -> Result<(), Failure> {
     if packages.is_empty() {
         return Err(Failure::new("the workspace has no publishable package"));
     }
+    // The verification builds the packaged crates as registry crates, which cargo never builds
+    // again at the same version: a target directory of its own, where every kcache crate is
+    // one of those, lets them be removed before each run.
+    let target = workspace.target_directory.join("package-check");
+    forget_built(&target);
     forget_unpacked(&packages);
+    let target_dir = target.to_str().ok_or_else(|| {
+        Failure::new(format!(
+            "the target directory is not UTF-8: {}",
+            target.display()
+        ))
+    })?;
     // CI must not resolve dependencies anew: `--locked` wherever the workspace has a lock file.
     let locked = root.join("Cargo.lock").is_file();
-    for job in jobs(packages.iter().copied(), locked) {
+    for job in jobs(packages.iter().copied(), locked, target_dir) {
         eprintln!("==> package: {job}");
         job.run(root)
             .map_err(|Failure(message)| Failure::new(format!("{message}; {HINT}")))?;
     }
-    let dir = workspace.target_directory.join("package");
+    let dir = target.join("package");
     let mut sizes = Vec::new();
     for package in &packages {
         let file = format!("{}-{}.crate", package.name, package.version);
@@ -166,16 +208,20 @@ mod tests {
     #[test]
     fn every_package_is_packaged_then_dry_run_without_a_second_verification() {
         let packages = [package("kcache-store"), package("kcache-queue")];
-        let shown: Vec<String> = jobs(&packages, true).iter().map(Job::to_string).collect();
+        let shown: Vec<String> = jobs(&packages, true, "/t/package-check")
+            .iter()
+            .map(Job::to_string)
+            .collect();
         assert_eq!(
             shown,
             [
-                "cargo package -p kcache-store -p kcache-queue --locked --allow-dirty",
-                "cargo publish -p kcache-store -p kcache-queue --dry-run --no-verify --locked \
-                 --allow-dirty",
+                "cargo package -p kcache-store -p kcache-queue --target-dir /t/package-check \
+                 --locked --allow-dirty",
+                "cargo publish -p kcache-store -p kcache-queue --dry-run --no-verify \
+                 --target-dir /t/package-check --locked --allow-dirty",
             ]
         );
-        let unlocked = jobs(&packages, false);
+        let unlocked = jobs(&packages, false, "/t/package-check");
         assert!(
             unlocked
                 .iter()
