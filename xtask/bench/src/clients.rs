@@ -15,7 +15,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kcache_client_http::{Client, Config, HttpListerWatcher, KubeListerWatcher};
 use kcache_informer::{HandlerFuncs, RunMode, SharedIndexInformer};
-use kcache_reflector::ListerWatcher;
+use kcache_reflector::{ListerWatcher, ShardField, ShardSelector, ShardedListerWatcher};
 use kcache_store::{Compact as CompactObject, CompactCodec, Object, PartialObjectMetadata};
 use tokio_util::sync::CancellationToken;
 
@@ -80,6 +80,20 @@ pub enum Which {
     KubeRs { list: ListMode, own_thread: bool },
     /// kube-runtime's `metadata_watcher` + reflector store of `PartialObjectMeta<Pod>`.
     KubeRsMetadata { list: ListMode },
+    /// kcache's informer with its defaults (typed pods, streaming list) caching one of `shards`
+    /// equal shards by uid: the lister-watcher asks the server for `shard` alone
+    /// (`shardSelector`), as one replica of `shards` does with `ShardedCaches`.
+    KcacheShard { shard: u32, shards: u32 },
+}
+
+impl Which {
+    /// `(shard, shards)` of a row caching one shard.
+    pub fn shard(&self) -> Option<(u32, u32)> {
+        match *self {
+            Self::KcacheShard { shard, shards } => Some((shard, shards)),
+            _ => None,
+        }
+    }
 }
 
 /// One row of the table: its `--only` key, its label and the client it runs.
@@ -154,6 +168,7 @@ pub const ROWS: &[Row] = &[
     row("metadata-compact", "kcache Compact<PartialObjectMetadata> (metadata only, streaming, run)", kcache(MetadataCompact, Streaming, true, false)),
     row("protobuf", "kcache Pod over protobuf (streaming, run)", kcache(TypedProtobuf, Streaming, true, false)),
     row("compact-protobuf", "kcache Compact<Pod> over protobuf (streaming, run)", kcache(CompactProtobuf, Streaming, true, false)),
+    row("kcache-shard", "kcache Pod, defaults, one replica of 4: uid shard 1 of 4 (shardSelector)", Which::KcacheShard { shard: 1, shards: 4 }),
 ];
 
 /// The rows run when `--only` is not given: kube-rs's two list modes, kcache's typed and compact
@@ -369,6 +384,14 @@ pub async fn start(which: Which, target: &Target) -> Result<Running, BoxError> {
                 start_kcache(lw, list, inline, seen, cancel).await
             }
         },
+        Which::KcacheShard { shard, shards } => {
+            let lw = HttpListerWatcher::<Pod>::typed(Client::new(target.kcache_config()?)?)
+                .all_namespaces()
+                .build();
+            let selector = ShardSelector::shard(ShardField::Uid, shard, shards);
+            let lw: Arc<dyn ListerWatcher<Pod>> = Arc::new(ShardedListerWatcher::new(lw, selector));
+            start_kcache(lw, Streaming, false, seen, cancel).await
+        }
         Which::KubeRsMetadata { list } => {
             // An `Api` of `PartialObjectMeta<Pod>` makes kube-rs ask for metadata only.
             let api = kube::Api::<kube::core::PartialObjectMeta<Pod>>::all(kube::Client::try_from(

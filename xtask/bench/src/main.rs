@@ -293,18 +293,19 @@ struct Run {
 /// Runs the timed client of `row` in a child process (`current_exe client KEY ...`) against
 /// `server` in `scenario`: quiet, drives the burst between it and the server; backlog, waits
 /// for its figures. Also returns the server's CPU during the sync and the HTTP versions the
-/// client's requests came in.
+/// client's requests came in. The client expects `pods` pods and `client_updates` of the
+/// server's `updates` (fewer than all for a row caching one shard).
 async fn timed_child(
     row: &Row,
     server: &mut server::Server,
-    pods: usize,
+    (pods, client_updates): (usize, usize),
     updates: usize,
     scenario: Scenario,
 ) -> Result<(Timed, Duration, String), BoxError> {
     // Clears the server's request log: what follows is the timed client's.
     server.versions().await?;
     let cpu_before = server.cpu().await?;
-    let (pods, updates_text) = (pods.to_string(), updates.to_string());
+    let (pods, updates_text) = (pods.to_string(), client_updates.to_string());
     let mut args = vec!["client", row.key];
     args.extend(server.client_args());
     args.extend([
@@ -582,7 +583,12 @@ async fn run_table(
             );
             // A fresh server per row: same seed, same workload, same resource versions.
             let mut server = server::Server::spawn(args.pods, updates, args.seed, setup).await?;
-            let pods = args.pods.to_string();
+            // A row caching one shard expects that shard's pods and updates only.
+            let (client_pods, client_updates) = match row.which.shard() {
+                Some((shard, shards)) => server.shard(shard, shards).await?,
+                None => (args.pods, updates),
+            };
+            let pods = client_pods.to_string();
             let mut counting_args = vec!["client", row.key];
             counting_args.extend(server.client_args());
             counting_args.extend(["--pods", &pods]);
@@ -591,8 +597,14 @@ async fn run_table(
             if !server.wait_no_watchers(Duration::from_secs(10)).await? {
                 return Err("the counting client's watch is still open on the server".into());
             }
-            let (timed, server_cpu, versions) =
-                timed_child(row, &mut server, args.pods, updates, setup.scenario).await?;
+            let (timed, server_cpu, versions) = timed_child(
+                row,
+                &mut server,
+                (client_pods, client_updates),
+                updates,
+                setup.scenario,
+            )
+            .await?;
             server.quit().await;
             done.push(Run {
                 timed,

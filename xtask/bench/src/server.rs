@@ -127,6 +127,11 @@ pub async fn serve(pods: usize, updates: usize, seed: u64, setup: Setup) -> Resu
         }
     }
     let mut prepared = prepared.into_iter();
+    // Each pod's uid hash, for the `shard` command (update `i` changes pod `i % pods`).
+    let uid_hashes: Vec<u64> = created
+        .iter()
+        .map(|p| kcache_reflector::shard_hash(kcache_store::Object::uid(&**p).unwrap_or("")))
+        .collect();
     drop(created);
     let kubeconfig = announce(&server, setup.transport.tls()).await?;
     let mut out = tokio::io::stdout();
@@ -159,6 +164,23 @@ pub async fn serve(pods: usize, updates: usize, seed: u64, setup: Setup) -> Resu
                     started.elapsed().as_secs_f64()
                 );
                 out.write_all(format!("prepared {}\n", server.resource_version()).as_bytes())
+                    .await?;
+                out.flush().await?;
+            }
+            (Some("shard"), Some(Ok(shard))) => {
+                // `shard I N`: how many pods, and how many of the updates, fall in uid shard I
+                // of N (`shard P U`).
+                let shards = words
+                    .next()
+                    .and_then(|w| w.parse::<u32>().ok())
+                    .ok_or("shard I N")?;
+                let shard = u32::try_from(shard)?;
+                let in_shard = |h: &u64| kcache_reflector::shard_index(*h, shards) == shard;
+                let pods_in = uid_hashes.iter().filter(|h| in_shard(h)).count();
+                let updates_in = (0..updates)
+                    .filter(|i| in_shard(&uid_hashes[i % uid_hashes.len()]))
+                    .count();
+                out.write_all(format!("shard {pods_in} {updates_in}\n").as_bytes())
                     .await?;
                 out.flush().await?;
             }
@@ -295,6 +317,14 @@ impl Server {
             .strip_prefix("prepared ")
             .ok_or_else(|| format!("unexpected {reply:?}"))?
             .parse()?)
+    }
+
+    /// `(pods, updates)` of uid shard `shard` of `shards`: the pods it holds and the updates
+    /// that change them.
+    pub async fn shard(&mut self, shard: u32, shards: u32) -> Result<(usize, usize), BoxError> {
+        let reply = self.command(&format!("shard {shard} {shards}")).await?;
+        let f = crate::child::fields(&reply, "shard ", 2)?;
+        Ok((f[0].parse()?, f[1].parse()?))
     }
 
     /// Resumes the watches: the prepared updates go out as fast as the client takes them.
