@@ -585,7 +585,14 @@ async fn run_table(
             let mut server = server::Server::spawn(args.pods, updates, args.seed, setup).await?;
             // A row caching one shard expects that shard's pods and updates only.
             let (client_pods, client_updates) = match row.which.shard() {
-                Some((shard, shards)) => server.shard(shard, shards).await?,
+                Some((shard, shards)) => {
+                    let (pods, shard_updates) = server.shard(shard, shards).await?;
+                    eprintln!(
+                        "  server: uid shard {shard} of {shards} holds {pods} of {} pods and {shard_updates} of {updates} updates",
+                        args.pods
+                    );
+                    (pods, shard_updates)
+                }
                 None => (args.pods, updates),
             };
             let pods = client_pods.to_string();
