@@ -147,18 +147,28 @@ impl ShardSelector {
     /// `floor(h * shards / 2^64) == index`, the same split as [`shard_index`].
     #[must_use]
     pub fn shard(field: ShardField, index: u32, shards: u32) -> Self {
-        Self::shards(field, &[index], shards)
+        let n = shards.max(1);
+        let bound = |i: u32| -> u128 { (u128::from(i) * HASH_SPACE_END).div_ceil(u128::from(n)) };
+        let i = index % n;
+        Self {
+            field,
+            ranges: vec![ShardRange {
+                start: u64::try_from(bound(i)).unwrap_or(u64::MAX),
+                end: bound(i + 1),
+            }],
+        }
     }
 
-    /// The union of the shards `indexes` of `shards` equal ranges (adjacent ones merged).
+    /// The union of the shards `indexes` of `shards` equal ranges (adjacent ones merged);
+    /// `None` when `indexes` is empty (a selector selects something).
     #[must_use]
-    pub fn shards(field: ShardField, indexes: &[u32], shards: u32) -> Self {
+    pub fn shards(field: ShardField, indexes: &[u32], shards: u32) -> Option<Self> {
         let n = shards.max(1);
         let mut held: Vec<u32> = indexes.iter().map(|i| i % n).collect();
         held.sort_unstable();
         held.dedup();
         if held.is_empty() {
-            held.push(0);
+            return None;
         }
         let bound = |i: u32| -> u128 { (u128::from(i) * HASH_SPACE_END).div_ceil(u128::from(n)) };
         let mut ranges: Vec<ShardRange> = Vec::with_capacity(held.len());
@@ -172,7 +182,7 @@ impl ShardSelector {
                 }),
             }
         }
-        Self { field, ranges }
+        Some(Self { field, ranges })
     }
 
     /// The field hashed.
@@ -547,7 +557,8 @@ mod tests {
 
     #[test]
     fn wire_form_round_trips_and_merges_adjacent_shards() {
-        let s = ShardSelector::shards(ShardField::Namespace, &[3, 0, 1], 4);
+        assert_eq!(ShardSelector::shards(ShardField::Uid, &[], 4), None);
+        let s = ShardSelector::shards(ShardField::Namespace, &[3, 0, 1], 4).unwrap();
         assert_eq!(
             s.to_string(),
             "shardRange(object.metadata.namespace, '0x0000000000000000', '0x8000000000000000') \

@@ -203,6 +203,8 @@ impl ShardedCaches {
         let mut changed = self.filter.watch_changed();
         let mut running: HashMap<u32, CancellationToken> = HashMap::new();
         let mut tasks: JoinSet<u32> = JoinSet::new();
+        // Which shard each task runs, to know it even when the task was aborted.
+        let mut task_shard: HashMap<tokio::task::Id, u32> = HashMap::new();
         loop {
             let held = self.filter.held_shards();
             for (shard, stop) in &running {
@@ -220,17 +222,22 @@ impl ShardedCaches {
                 };
                 let stop = cancel.child_token();
                 running.insert(shard, stop.clone());
-                tasks.spawn(shard_work(
+                let task = tasks.spawn(shard_work(
                     self.scope(shard, stop),
                     Arc::clone(&work),
                     guard,
                 ));
+                task_shard.insert(task.id(), shard);
             }
             tokio::select! {
                 () = cancel.cancelled() => break,
                 r = changed.changed() => if r.is_err() { break },
-                Some(done) = tasks.join_next(), if !tasks.is_empty() => {
-                    if let Ok(shard) = done {
+                Some(done) = tasks.join_next_with_id(), if !tasks.is_empty() => {
+                    let id = match &done {
+                        Ok((id, _)) => *id,
+                        Err(e) => e.id(),
+                    };
+                    if let Some(shard) = task_shard.remove(&id) {
                         running.remove(&shard);
                     }
                 }
