@@ -20,6 +20,10 @@
 //! JSON form on each backend and the typed and metadata protobuf forms on one; 24 seeds cover
 //! every form on both.
 //!
+//! Seeds not divisible by 3 cache one shard of four through `ShardedListerWatcher` (by uid or
+//! by namespace), against a server that applies `shardSelector` or one that ignores it: the
+//! cache must then equal the server's shard.
+//!
 //! `KCACHE_CHAOS_SEEDS=N` (or `cargo xtask chaos --seeds N`) runs N seeds; the test command
 //! runs a few. A failure prints its seed; `KCACHE_CHAOS_SEED=S` replays one.
 
@@ -28,7 +32,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kcache_informer::{QueueKind, ResourceEventHandler, RunMode, SharedIndexInformer};
-use kcache_reflector::{BackoffConfig, ListerWatcher};
+use kcache_reflector::{
+    BackoffConfig, ListerWatcher, ShardField, ShardSelector, ShardedListerWatcher,
+};
 use kcache_store::{
     Compact, DynamicObject, Object, ObjectOrTombstone, PartialObjectMetadata, deletion_handling_key,
 };
@@ -100,6 +106,19 @@ fn server_state(server: &FakeApiServer) -> State {
         .collect()
 }
 
+impl World {
+    /// The server's state as the informer should cache it: the whole collection, or the
+    /// seed's shard of it.
+    fn state(&self) -> State {
+        self.server
+            .list(&ServedResource::pods())
+            .iter()
+            .filter(|o| self.shard.as_ref().is_none_or(|s| s.matches(&***o)))
+            .map(|o| (key(&**o), rv(&**o)))
+            .collect()
+    }
+}
+
 fn cache_state<T: Object>(inf: &SharedIndexInformer<T>) -> State {
     inf.indexer()
         .list()
@@ -146,6 +165,27 @@ struct World {
     generator: workload::PodGenerator,
     names: Vec<(Option<String>, String)>,
     rng: fastrand::Rng,
+    /// The shard the informer caches, if this seed's is sharded (see [`shard_of_seed`]).
+    shard: Option<ShardSelector>,
+}
+
+/// Seeds not divisible by 3 cache one shard of four (`ShardedListerWatcher`): by uid or by
+/// namespace in turn, against a server that applies `shardSelector` (`seed / 3` even) or one
+/// that ignores it (odd), where the lister-watcher filters. Chosen from the seed alone, so the
+/// random draws of every seed stay as they were. Returns the selector and whether the server
+/// applies it.
+fn shard_of_seed(seed: u64) -> (Option<ShardSelector>, bool) {
+    let server_shards = (seed / 3).is_multiple_of(2);
+    if seed.is_multiple_of(3) {
+        return (None, server_shards);
+    }
+    let field = if (seed / 2).is_multiple_of(2) {
+        ShardField::Uid
+    } else {
+        ShardField::Namespace
+    };
+    let index = u32::try_from(seed % 4).unwrap_or(0);
+    (Some(ShardSelector::shard(field, index, 4)), server_shards)
 }
 
 impl World {
@@ -155,7 +195,9 @@ impl World {
         // against a server without the streaming list, so that every relist is a list.
         let page_size = rng.bool().then(|| rng.i64(2..8));
         let streaming_list = rng.u8(0..3) != 0;
+        let (shard, server_shards) = shard_of_seed(seed);
         let server = FakeApiServer::builder()
+            .sharded_list_watch(server_shards)
             .history_limit(40)
             .bookmark_interval(Duration::from_millis(100))
             .rv0_ignores_limit(page_size.is_none())
@@ -171,6 +213,7 @@ impl World {
             generator: workload::PodGenerator::new(seed, 3),
             names: Vec::new(),
             rng,
+            shard,
         };
         for _ in 0..world.rng.usize(0..20) {
             world.create();
@@ -403,6 +446,10 @@ async fn run_form<T: Object + Clone + serde::de::DeserializeOwned>(
 ) {
     let mut world = World::new(seed).await;
     let lw = make(backend, world.server.url());
+    let lw: Arc<dyn ListerWatcher<T>> = match &world.shard {
+        Some(selector) => Arc::new(ShardedListerWatcher::new(lw, selector.clone())),
+        None => lw,
+    };
     let (informer, queue, mode) = informer(&mut world, seed, lw);
     let early = Log::default();
     informer.add_event_handler(early.clone()).unwrap();
@@ -427,8 +474,12 @@ async fn run_form<T: Object + Clone + serde::de::DeserializeOwned>(
     // Quiescence: the cache and both handlers agree with the server, except that objects
     // whose last change reached the client undecodable may be missing.
     let logs: Vec<Log> = std::iter::once(early).chain(late).collect();
-    let context = format!("seed {seed} ({form}, {backend}, {queue:?}, {mode:?})");
-    let want = server_state(&world.server);
+    let shard = world
+        .shard
+        .as_ref()
+        .map_or_else(String::new, |s| format!(", {s}"));
+    let context = format!("seed {seed} ({form}, {backend}, {queue:?}, {mode:?}{shard})");
+    let want = world.state();
     let broken = broken_keys(&world.server, &want);
     converge(&informer, &logs, &want, &broken, &context).await;
     // The next change of each brings it back.
@@ -440,7 +491,7 @@ async fn run_form<T: Object + Clone + serde::de::DeserializeOwned>(
     for key in &missing {
         world.touch(key);
     }
-    let want = server_state(&world.server);
+    let want = world.state();
     converge(&informer, &logs, &want, &BTreeSet::new(), &context).await;
     for log in &logs {
         assert_eq!(log.errors(), Vec::<String>::new(), "{context}");
@@ -452,6 +503,19 @@ async fn run_form<T: Object + Clone + serde::de::DeserializeOwned>(
             .is_some_and(|a| a.starts_with("application/vnd.kubernetes.protobuf"))
     });
     assert_eq!(asked_protobuf, form.ends_with("protobuf"), "{context}");
+    // A sharded seed asked for its shard on every list and watch of the pods.
+    if let Some(selector) = &world.shard {
+        let wire = selector.to_string();
+        assert!(
+            world
+                .server
+                .requests()
+                .iter()
+                .filter(|r| r.path.ends_with("/pods"))
+                .all(|r| r.param("shardSelector") == Some(wire.as_str())),
+            "{context}"
+        );
+    }
     cancel.cancel();
     run.await.unwrap().unwrap();
     world.server.shutdown().await;
