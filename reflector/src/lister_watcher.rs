@@ -76,34 +76,26 @@ pub trait ListerWatcher<T: Object>: Send + Sync {
     }
 }
 
-#[async_trait::async_trait]
-impl<T: Object, L: ListerWatcher<T> + ?Sized> ListerWatcher<T> for Arc<L> {
-    async fn list(&self, opts: &ListOptions) -> Result<ObjectList<T>, Error> {
-        (**self).list(opts).await
-    }
-    async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<T>, Error> {
-        (**self).watch(opts).await
-    }
-    fn resource(&self) -> Option<String> {
-        (**self).resource()
-    }
-    fn supports_streaming_lists(&self) -> bool {
-        (**self).supports_streaming_lists()
-    }
+/// A lister-watcher behind a shared or owned pointer is one too (`Arc<dyn ListerWatcher<T>>`,
+/// `Box<dyn ListerWatcher<T>>`), so wrappers such as `ShardedListerWatcher` take either.
+macro_rules! through_pointer {
+    ($($pointer:ident),*) => {$(
+        #[async_trait::async_trait]
+        impl<T: Object, L: ListerWatcher<T> + ?Sized> ListerWatcher<T> for $pointer<L> {
+            async fn list(&self, opts: &ListOptions) -> Result<ObjectList<T>, Error> {
+                (**self).list(opts).await
+            }
+            async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<T>, Error> {
+                (**self).watch(opts).await
+            }
+            fn resource(&self) -> Option<String> {
+                (**self).resource()
+            }
+            fn supports_streaming_lists(&self) -> bool {
+                (**self).supports_streaming_lists()
+            }
+        }
+    )*};
 }
 
-#[async_trait::async_trait]
-impl<T: Object, L: ListerWatcher<T> + ?Sized> ListerWatcher<T> for Box<L> {
-    async fn list(&self, opts: &ListOptions) -> Result<ObjectList<T>, Error> {
-        (**self).list(opts).await
-    }
-    async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<T>, Error> {
-        (**self).watch(opts).await
-    }
-    fn resource(&self) -> Option<String> {
-        (**self).resource()
-    }
-    fn supports_streaming_lists(&self) -> bool {
-        (**self).supports_streaming_lists()
-    }
-}
+through_pointer!(Arc, Box);

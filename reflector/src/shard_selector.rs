@@ -81,6 +81,16 @@ pub struct ShardRange {
 }
 
 impl ShardRange {
+    /// Range `index` of `shards` (at least 1) equal ranges: `[ceil(i·2^64/n), ceil((i+1)·2^64/n))`,
+    /// the hashes `h` with `floor(h·n / 2^64) == i`.
+    fn of(index: u32, shards: u32) -> Self {
+        let bound = |i: u32| (u128::from(i) * HASH_SPACE_END).div_ceil(u128::from(shards));
+        Self {
+            start: u64::try_from(bound(index)).unwrap_or(u64::MAX),
+            end: bound(index + 1),
+        }
+    }
+
     /// Whether `hash` lies in the range.
     #[must_use]
     pub fn contains(&self, hash: u64) -> bool {
@@ -148,14 +158,9 @@ impl ShardSelector {
     #[must_use]
     pub fn shard(field: ShardField, index: u32, shards: u32) -> Self {
         let n = shards.max(1);
-        let bound = |i: u32| -> u128 { (u128::from(i) * HASH_SPACE_END).div_ceil(u128::from(n)) };
-        let i = index % n;
         Self {
             field,
-            ranges: vec![ShardRange {
-                start: u64::try_from(bound(i)).unwrap_or(u64::MAX),
-                end: bound(i + 1),
-            }],
+            ranges: vec![ShardRange::of(index % n, n)],
         }
     }
 
@@ -170,16 +175,12 @@ impl ShardSelector {
         if held.is_empty() {
             return None;
         }
-        let bound = |i: u32| -> u128 { (u128::from(i) * HASH_SPACE_END).div_ceil(u128::from(n)) };
         let mut ranges: Vec<ShardRange> = Vec::with_capacity(held.len());
         for i in held {
-            let (start, end) = (bound(i), bound(i + 1));
+            let next = ShardRange::of(i, n);
             match ranges.last_mut() {
-                Some(last) if last.end == start => last.end = end,
-                _ => ranges.push(ShardRange {
-                    start: u64::try_from(start).unwrap_or(u64::MAX),
-                    end,
-                }),
+                Some(last) if last.end == u128::from(next.start) => last.end = next.end,
+                _ => ranges.push(next),
             }
         }
         Some(Self { field, ranges })

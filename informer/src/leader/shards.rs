@@ -201,16 +201,7 @@ impl ShardFilter {
 
     /// Starts a reconcile of `key` if its shard is held.
     pub(crate) fn begin(&self, key: &str) -> Option<InFlight> {
-        let shard = self.shard_of(key);
-        let mut held = self.held();
-        if !held.shards.contains(&shard) {
-            return None;
-        }
-        *held.running.entry(shard).or_default() += 1;
-        Some(InFlight {
-            filter: self.clone(),
-            shard,
-        })
+        self.begin_shard(self.shard_of(key))
     }
 
     /// `shard` is held from now on.
