@@ -14,7 +14,9 @@
 //!   `check_work_queue_against_model`: random interleavings of adds, delays, rate limiting,
 //!   gets by several workers, done, forget, time and shutdown, checked step by step under
 //!   paused tokio time.
-//! - [`wait_until`]: polls a condition with a deadline; [`LogCapture`]: what a test logged.
+//! - [`wait_until`] and [`poll_until`]: poll a condition with a deadline; [`LogCapture`]: what a
+//!   test logged; [`ReconcileLedger`]: who reconciled which key across replicas, and whether a
+//!   key ever ran on two at once.
 //!
 //! The fake API server, the fake proxies and the scripted server (hyper, rustls) are in
 //! `kcache-testing-server` (`testing/server/`), so tests that need no HTTP never build it.
@@ -27,6 +29,7 @@ mod log_capture;
 #[cfg(feature = "invariants")]
 mod queue_invariants;
 mod queue_model;
+mod reconcile_ledger;
 #[cfg(feature = "invariants")]
 mod work_queue_model;
 
@@ -36,7 +39,7 @@ pub mod workload;
 pub use self::fake_lease::FakeLease;
 pub use self::fake_lister_watcher::{
     FakeHandle, FakeListerWatcher, FakeObject, FakeRequest, Undecodable, WatchListSupport,
-    wait_until,
+    poll_until, wait_until,
 };
 pub use self::log_capture::LogCapture;
 #[cfg(feature = "invariants")]
@@ -49,6 +52,7 @@ pub use self::queue_model::{
     DeltaFifoModel, FifoModel, KnownSnapshot, ModelDelta, ModelObject, ModelPop, QueueModel,
     RealFifoModel, known_snapshot,
 };
+pub use self::reconcile_ledger::ReconcileLedger;
 #[cfg(feature = "invariants")]
 pub use self::work_queue_model::{
     WorkQueueModel, WorkQueueOp, check_work_queue_against_model, work_queue_op, work_queue_ops,

@@ -4,8 +4,7 @@
 //! replica caching it, and when a replica dies its shards' caches and keys move to the living,
 //! never reconciled by two replicas at once.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +14,7 @@ use kcache_informer::{
 };
 use kcache_reflector::{ShardField, shard_hash, shard_index};
 use kcache_store::{DynamicObject, Object, ObjectKey};
-use kcache_testing::{FakeLease, FakeListerWatcher};
+use kcache_testing::{FakeLease, FakeListerWatcher, ReconcileLedger, poll_until};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -24,14 +23,19 @@ const NAMESPACES: usize = 40;
 const PER_NAMESPACE: usize = 25;
 
 /// Who cached and reconciled what.
-#[derive(Default)]
 struct Ledger {
     /// (replica, shard) -> the keys its cache holds, kept up to date by the shard's work.
     caches: Mutex<BTreeMap<(usize, u32), SharedIndexInformer<DynamicObject>>>,
-    running: Mutex<HashMap<String, usize>>,
-    overlaps: AtomicUsize,
-    /// key -> the replicas that reconciled it, since the last `clear`.
-    by: Mutex<HashMap<String, BTreeSet<usize>>>,
+    reconciles: ReconcileLedger,
+}
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Self {
+            caches: Mutex::default(),
+            reconciles: ReconcileLedger::new(Duration::from_millis(1)),
+        }
+    }
 }
 
 impl Ledger {
@@ -87,20 +91,7 @@ fn shard_work(
                 async move { informer.run(stop).await.unwrap() }
             });
             let reconcile = move |key: ObjectKey, ledger: Arc<Ledger>| async move {
-                let key = key.to_string();
-                if let Some(other) = ledger.running.lock().unwrap().insert(key.clone(), index) {
-                    eprintln!("{key} on replicas {other} and {index} at once");
-                    ledger.overlaps.fetch_add(1, Ordering::SeqCst);
-                }
-                tokio::time::sleep(Duration::from_millis(1)).await;
-                ledger.running.lock().unwrap().remove(&key);
-                ledger
-                    .by
-                    .lock()
-                    .unwrap()
-                    .entry(key)
-                    .or_default()
-                    .insert(index);
+                ledger.reconciles.reconcile(index, &key).await;
                 Ok::<_, BoxError>(Action::Done)
             };
             runner
@@ -157,14 +148,14 @@ fn replica(
     Replica { cancel, tasks }
 }
 
-async fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    for _ in 0..10_000 {
-        if cond() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
+async fn wait_until(what: &str, cond: impl FnMut() -> bool) {
+    poll_until(
+        what,
+        Duration::from_secs(500),
+        Duration::from_millis(50),
+        cond,
+    )
+    .await;
 }
 
 /// Namespace `n` of 40: an application and an environment. (FNV-1a's top bits follow the last
@@ -253,13 +244,13 @@ async fn three_replicas(field: ShardField) {
     };
 
     wait_until("every key reconciled", || {
-        ledger.by.lock().unwrap().len() == expected.len()
+        ledger.reconciles.len() == expected.len()
     })
     .await;
     let held = holders();
     check_caches(&ledger, &expected, field, &held);
     for (key, shard) in &expected {
-        let by = ledger.by.lock().unwrap()[key].clone();
+        let by = ledger.reconciles.reconciled_by(key);
         let owner = held
             .iter()
             .find(|(_, s)| s.contains(shard))
@@ -269,7 +260,7 @@ async fn three_replicas(field: ShardField) {
     }
 
     // Replica 0 dies: its shards (0 and 3) move once their Leases expire, with their caches.
-    ledger.by.lock().unwrap().clear();
+    ledger.reconciles.clear();
     let dead = replicas.remove(0);
     dead.cancel.cancel();
     for t in dead.tasks {
@@ -285,19 +276,20 @@ async fn three_replicas(field: ShardField) {
         .map(|(k, _)| k)
         .collect();
     wait_until("the dead replica's keys reconciled again", || {
-        let by = ledger.by.lock().unwrap();
-        moved.iter().all(|k| by.contains_key(*k))
+        ledger
+            .reconciles
+            .all_reconciled(moved.iter().map(|k| k.as_str()))
     })
     .await;
     let held = holders();
     assert!(!held.contains_key(&0));
     check_caches(&ledger, &expected, field, &held);
     for key in &moved {
-        let by = ledger.by.lock().unwrap()[*key].clone();
+        let by = ledger.reconciles.reconciled_by(key);
         assert_eq!(by.len(), 1, "{key} reconciled by one replica: {by:?}");
     }
     assert_eq!(
-        ledger.overlaps.load(Ordering::SeqCst),
+        ledger.reconciles.overlaps(),
         0,
         "a key ran on two replicas at once"
     );

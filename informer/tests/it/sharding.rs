@@ -3,9 +3,8 @@
 //! shard only, never by two replicas at once, and a dead replica's shard moves to a living one,
 //! which reconciles all of its keys.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kcache_informer::{
@@ -13,21 +12,12 @@ use kcache_informer::{
     SharedIndexInformer, shard_of,
 };
 use kcache_store::{DynamicObject, ObjectKey};
-use kcache_testing::{FakeLease, FakeListerWatcher};
+use kcache_testing::{FakeLease, FakeListerWatcher, ReconcileLedger, poll_until};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 const KEYS: usize = 1_000;
 const SHARDS: u32 = 3;
-
-/// Who reconciled what, and whether a key ever ran on two replicas at once.
-#[derive(Default)]
-struct Ledger {
-    running: Mutex<HashMap<String, usize>>,
-    overlaps: AtomicUsize,
-    /// key -> the replicas that reconciled it, since the last `clear`.
-    by: Mutex<HashMap<String, BTreeSet<usize>>>,
-}
 
 struct Replica {
     cancel: CancellationToken,
@@ -38,7 +28,7 @@ fn replica(
     index: usize,
     fake: &FakeListerWatcher<DynamicObject>,
     leases: &[FakeLease],
-    ledger: &Arc<Ledger>,
+    ledger: &Arc<ReconcileLedger>,
 ) -> Replica {
     let identity = format!("replica-{index}");
     let informer = SharedIndexInformer::builder(Arc::new(fake.clone())).build();
@@ -75,23 +65,8 @@ fn replica(
                 runner
                     .run(
                         ledger,
-                        move |key: ObjectKey, ledger: Arc<Ledger>| async move {
-                            let key = key.to_string();
-                            if let Some(other) =
-                                ledger.running.lock().unwrap().insert(key.clone(), index)
-                            {
-                                eprintln!("{key} on replicas {other} and {index} at once");
-                                ledger.overlaps.fetch_add(1, Ordering::SeqCst);
-                            }
-                            tokio::time::sleep(Duration::from_millis(1)).await;
-                            ledger.running.lock().unwrap().remove(&key);
-                            ledger
-                                .by
-                                .lock()
-                                .unwrap()
-                                .entry(key)
-                                .or_default()
-                                .insert(index);
+                        move |key: ObjectKey, ledger: Arc<ReconcileLedger>| async move {
+                            ledger.reconcile(index, &key).await;
                             Ok::<_, BoxError>(Action::Done)
                         },
                         cancel,
@@ -104,14 +79,14 @@ fn replica(
     Replica { cancel, tasks }
 }
 
-async fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    for _ in 0..10_000 {
-        if cond() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
+async fn wait_until(what: &str, cond: impl FnMut() -> bool) {
+    poll_until(
+        what,
+        Duration::from_secs(500),
+        Duration::from_millis(50),
+        cond,
+    )
+    .await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -125,18 +100,15 @@ async fn three_replicas_split_the_keys_and_a_dead_replicas_shard_moves() {
     let leases: Vec<FakeLease> = (0..SHARDS)
         .map(|s| FakeLease::new(&format!("ns/controller-shard-{s}")))
         .collect();
-    let ledger = Arc::new(Ledger::default());
+    let ledger = Arc::new(ReconcileLedger::new(Duration::from_millis(1)));
     let mut replicas: Vec<Replica> = (0..3)
         .map(|i| replica(i, &fake, &leases, &ledger))
         .collect();
 
     // Each key reconciled, by the one replica holding its shard (each its preferred one).
-    wait_until("every key reconciled", || {
-        ledger.by.lock().unwrap().len() == KEYS
-    })
-    .await;
+    wait_until("every key reconciled", || ledger.len() == KEYS).await;
     for key in &keys {
-        let by = ledger.by.lock().unwrap()[key].clone();
+        let by = ledger.reconciled_by(key);
         let shard = shard_of(key, SHARDS) as usize;
         assert_eq!(by, BTreeSet::from([shard]), "{key} (shard {shard})");
     }
@@ -149,7 +121,7 @@ async fn three_replicas_split_the_keys_and_a_dead_replicas_shard_moves() {
     );
 
     // Replica 0 dies without releasing: its shard moves once the Lease expires.
-    ledger.by.lock().unwrap().clear();
+    ledger.clear();
     let dead = replicas.remove(0);
     dead.cancel.cancel();
     for t in dead.tasks {
@@ -157,22 +129,17 @@ async fn three_replicas_split_the_keys_and_a_dead_replicas_shard_moves() {
     }
     let moved: Vec<&String> = keys.iter().filter(|k| shard_of(k, SHARDS) == 0).collect();
     wait_until("the dead replica's keys reconciled again", || {
-        let by = ledger.by.lock().unwrap();
-        moved.iter().all(|k| by.contains_key(*k))
+        ledger.all_reconciled(moved.iter().map(|k| k.as_str()))
     })
     .await;
     let new_owner = leases[0].current().unwrap().record.holder_identity.unwrap();
     assert_ne!(new_owner, "replica-0");
     for key in &moved {
-        let by = ledger.by.lock().unwrap()[*key].clone();
+        let by = ledger.reconciled_by(key);
         assert_eq!(by.len(), 1, "{key} reconciled by one replica: {by:?}");
         assert_eq!(format!("replica-{}", by.first().unwrap()), new_owner);
     }
-    assert_eq!(
-        ledger.overlaps.load(Ordering::SeqCst),
-        0,
-        "a key ran on two replicas at once"
-    );
+    assert_eq!(ledger.overlaps(), 0, "a key ran on two replicas at once");
     for r in replicas {
         r.cancel.cancel();
         for t in r.tasks {

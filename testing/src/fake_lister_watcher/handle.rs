@@ -1,5 +1,5 @@
 //! [`FakeHandle`]: scripts a fake (state changes, faults) and reads back its requests, and
-//! [`wait_until`], the polling helper every test of the fakes uses.
+//! [`wait_until`] and [`poll_until`], the polling helpers every test of the fakes uses.
 
 use std::fmt;
 use std::sync::{Arc, MutexGuard};
@@ -308,13 +308,41 @@ impl<T: FakeObject> FakeHandle<T> {
 /// # Panics
 ///
 /// When `cond` still does not hold after `limit`.
-pub async fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) {
+pub async fn wait_until(limit: Duration, cond: impl FnMut() -> bool) {
+    poll_until("condition", limit, Duration::from_millis(1), cond).await;
+}
+
+/// Polls `cond` every `every` (of tokio time) until it holds; panics after `limit`, naming
+/// `what` it waited for. For conditions too costly to check every millisecond (a walk over
+/// thousands of cached objects).
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+/// use std::time::Duration;
+///
+/// let start = tokio::time::Instant::now();
+/// kcache_testing::poll_until("a second to pass", Duration::from_secs(5), Duration::from_millis(100), || {
+///     start.elapsed() >= Duration::from_secs(1)
+/// })
+/// .await;
+/// # });
+/// ```
+///
+/// # Panics
+///
+/// When `cond` still does not hold after `limit`.
+pub async fn poll_until(
+    what: &str,
+    limit: Duration,
+    every: Duration,
+    mut cond: impl FnMut() -> bool,
+) {
     let deadline = tokio::time::Instant::now() + limit;
     while !cond() {
         assert!(
             tokio::time::Instant::now() < deadline,
-            "condition still false after {limit:?}"
+            "timed out after {limit:?} waiting for {what}"
         );
-        tokio::time::sleep(Duration::from_millis(1)).await;
+        tokio::time::sleep(every).await;
     }
 }

@@ -17,7 +17,7 @@ mod handle;
 mod server;
 mod undecodable;
 
-pub use self::handle::{FakeHandle, wait_until};
+pub use self::handle::{FakeHandle, poll_until, wait_until};
 pub use self::undecodable::Undecodable;
 
 /// An object whose resource version the fake can stamp, as the API server does on each write.

@@ -168,7 +168,10 @@ pub const ROWS: &[Row] = &[
     row("metadata-compact", "kcache Compact<PartialObjectMetadata> (metadata only, streaming, run)", kcache(MetadataCompact, Streaming, true, false)),
     row("protobuf", "kcache Pod over protobuf (streaming, run)", kcache(TypedProtobuf, Streaming, true, false)),
     row("compact-protobuf", "kcache Compact<Pod> over protobuf (streaming, run)", kcache(CompactProtobuf, Streaming, true, false)),
-    row("kcache-shard", "kcache Pod, defaults, one replica of 4: uid shard 1 of 4 (shardSelector)", Which::KcacheShard { shard: 1, shards: 4 }),
+    row("kcache-shard0", "kcache Pod, defaults, replica 1 of 4: uid shard 0 of 4 (shardSelector)", Which::KcacheShard { shard: 0, shards: 4 }),
+    row("kcache-shard1", "kcache Pod, defaults, replica 2 of 4: uid shard 1 of 4 (shardSelector)", Which::KcacheShard { shard: 1, shards: 4 }),
+    row("kcache-shard2", "kcache Pod, defaults, replica 3 of 4: uid shard 2 of 4 (shardSelector)", Which::KcacheShard { shard: 2, shards: 4 }),
+    row("kcache-shard3", "kcache Pod, defaults, replica 4 of 4: uid shard 3 of 4 (shardSelector)", Which::KcacheShard { shard: 3, shards: 4 }),
 ];
 
 /// The rows run when `--only` is not given: kube-rs's two list modes, kcache's typed and compact

@@ -395,6 +395,10 @@ struct Summary {
     kb_per_object: Figure,
     /// Bytes the client read during the sync, per cached object.
     wire: Figure,
+    /// Bytes the client read during the sync, in MB: the server's egress to it.
+    wire_total: Figure,
+    /// Objects cached at the sync.
+    cached: Figure,
     events: Figure,
     /// Quiet: CPU during the burst; backlog: CPU from the start until caught up.
     events_cpu: Figure,
@@ -417,6 +421,8 @@ impl Summary {
             wire: Figure::of(runs, 0, |r| {
                 r.timed.sync_read_bytes as f64 / r.timed.cached.max(1) as f64
             }),
+            wire_total: Figure::of(runs, 1, |r| r.timed.sync_read_bytes as f64 / 1e6),
+            cached: Figure::of(runs, 0, |r| r.timed.cached as f64),
             events: Figure::of(runs, 0, |r| r.timed.events_per_sec),
             events_cpu: Figure::of(runs, 2, |r| r.timed.events_cpu.as_secs_f64()),
             caught_up: Figure::of(runs, 2, |r| r.timed.caught_up.as_secs_f64()),
@@ -549,6 +555,7 @@ async fn bench(args: &cli::Args) -> Result<(), BoxError> {
         }
     }
     print_summary(&tables);
+    print_shard_summary(&tables);
     println!();
     println!(
         "The rows over kube-rs's Client (kube-rs*, kcache-kube*, compact-kube) share one kube::Config: kube-rs's default, retry layer on."
@@ -855,6 +862,70 @@ fn print_summary(tables: &[Table<'_>]) {
     );
     println!(
         "{} of {count} targets missed; the frames and transport of every table: as in its title.",
+        if misses == 0 {
+            "none".to_owned()
+        } else {
+            misses.to_string()
+        }
+    );
+}
+
+/// The sharded rows' target: each replica of four at most this share of one unsharded replica's
+/// sync CPU, sync peak RSS and sync egress.
+const SHARD_TARGET: f64 = 0.3;
+
+/// Prints every `kcache-shard*` row against kcache's unsharded default in the same setting:
+/// the pods it held, its sync, sync CPU, sync peak RSS and the bytes it was sent during the
+/// sync, each share marked against [`SHARD_TARGET`].
+fn print_shard_summary(tables: &[Table<'_>]) {
+    let (mut misses, mut count) = (0, 0);
+    let mut lines = Vec::new();
+    for table in tables {
+        let Some(base) = figure(table, "kcache") else {
+            continue;
+        };
+        for (row, s) in table.rows.iter().filter(|(r, _)| r.which.shard().is_some()) {
+            let mut share = |of: &Figure, to: &Figure, target: bool| {
+                judged(
+                    of.median / to.median,
+                    target.then_some((SHARD_TARGET, true)),
+                    &mut misses,
+                    &mut count,
+                )
+            };
+            lines.push(format!(
+                "| {} | {} | {} | {:.0} of {:.0} | {} | {} | {} | {:.1} MB of {:.1} MB: {} |",
+                table.setup.scenario.name(),
+                table.setup.shape.name(),
+                row.key,
+                s.cached.median,
+                base.cached.median,
+                share(&s.sync, &base.sync, false),
+                share(&s.sync_cpu, &base.sync_cpu, true),
+                share(&s.peak, &base.peak, true),
+                s.wire_total.median,
+                base.wire_total.median,
+                share(&s.wire_total, &base.wire_total, true),
+            ));
+        }
+    }
+    if lines.is_empty() {
+        return;
+    }
+    println!();
+    println!("### Sharded replicas against one unsharded replica (kcache's defaults)");
+    println!();
+    println!(
+        "| scenario | shape | replica | pods cached | sync | sync CPU | sync peak RSS | sync egress to it |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for line in lines {
+        println!("{line}");
+    }
+    println!();
+    println!(
+        "Medians; each share is the row's over the \"kcache\" row's in the same table. Targets: sync CPU, sync peak RSS and \
+         sync egress (bytes the server sent the client until its sync) <= {SHARD_TARGET}x. {} of {count} missed.",
         if misses == 0 {
             "none".to_owned()
         } else {

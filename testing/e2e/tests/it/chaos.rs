@@ -46,7 +46,7 @@ use tokio_util::sync::CancellationToken;
 use crate::support::Backend;
 
 /// key -> resource version, as a handler would rebuild it from its events.
-type State = BTreeMap<String, String>;
+pub(crate) type State = BTreeMap<String, String>;
 
 /// A handler's view, rebuilt from its events, and every event that made no sense.
 #[derive(Clone, Default)]
@@ -98,7 +98,7 @@ impl<T: Object> ResourceEventHandler<T> for Log {
     }
 }
 
-fn server_state(server: &FakeApiServer) -> State {
+pub(crate) fn server_state(server: &FakeApiServer) -> State {
     server
         .list(&ServedResource::pods())
         .iter()
@@ -157,14 +157,14 @@ fn random_fault(rng: &mut fastrand::Rng) -> Fault {
 }
 
 /// The server side of a run: the fake server, its pods and the seeded choices.
-struct World {
-    server: FakeApiServer,
+pub(crate) struct World {
+    pub(crate) server: FakeApiServer,
     /// The reflector's page size, when lists are paginated (so continue tokens are in play).
     page_size: Option<i64>,
     pods: ServedResource,
     generator: workload::PodGenerator,
     names: Vec<(Option<String>, String)>,
-    rng: fastrand::Rng,
+    pub(crate) rng: fastrand::Rng,
     /// The shard the informer caches, if this seed's is sharded (see [`shard_of_seed`]).
     shard: Option<ShardSelector>,
 }
@@ -189,7 +189,12 @@ fn shard_of_seed(seed: u64) -> (Option<ShardSelector>, bool) {
 }
 
 impl World {
-    async fn new(seed: u64) -> Self {
+    pub(crate) async fn new(seed: u64) -> Self {
+        Self::with_namespaces(seed, 3).await
+    }
+
+    /// A seed's world whose pods spread over `namespaces` namespaces.
+    pub(crate) async fn with_namespaces(seed: u64, namespaces: usize) -> Self {
         let mut rng = fastrand::Rng::with_seed(seed);
         // Half the seeds list in small pages, `resourceVersion=0` lists included; a third run
         // against a server without the streaming list, so that every relist is a list.
@@ -210,7 +215,7 @@ impl World {
             server,
             page_size,
             pods: ServedResource::pods(),
-            generator: workload::PodGenerator::new(seed, 3),
+            generator: workload::PodGenerator::new(seed, namespaces),
             names: Vec::new(),
             rng,
             shard,
@@ -245,7 +250,7 @@ impl World {
     }
 
     /// Changes the object `key` (`ns/name`), if it still exists.
-    fn touch(&mut self, key: &str) {
+    pub(crate) fn touch(&mut self, key: &str) {
         let (ns, name) = key
             .split_once('/')
             .map_or((None, key), |(n, k)| (Some(n), k));
@@ -285,7 +290,7 @@ impl World {
     }
 
     /// One random step: a change, a fault, compaction or a blackout.
-    async fn step(&mut self) {
+    pub(crate) async fn step(&mut self) {
         match self.rng.u8(0..11) {
             0..=2 => self.create(),
             3..=4 => self.update(),
@@ -306,47 +311,78 @@ impl World {
 /// for the server at the URL.
 type MakeListerWatcher<T> = fn(Backend, &str) -> Arc<dyn ListerWatcher<T>>;
 
-fn informer<T: Object + Clone + serde::de::DeserializeOwned>(
+/// How a seed's informers run: queue, run mode and the reflector's page size, drawn from the
+/// seed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InformerSetup {
+    seed: u64,
+    page_size: Option<i64>,
+    pub(crate) queue: QueueKind,
+    pub(crate) mode: RunMode,
+}
+
+impl InformerSetup {
+    pub(crate) fn draw(world: &mut World, seed: u64) -> Self {
+        let queue = if world.rng.bool() {
+            QueueKind::DeltaFifo
+        } else {
+            QueueKind::RealFifo
+        };
+        // Half the seeds run the informer on its own thread (what `run` does on this
+        // multi-threaded runtime by default), half on a task of this runtime.
+        let mode = if world.rng.bool() {
+            RunMode::OwnThread
+        } else {
+            RunMode::CallersTask
+        };
+        Self {
+            seed,
+            page_size: world.page_size,
+            queue,
+            mode,
+        }
+    }
+
+    /// An informer over `lw`, set up as drawn, with a short idle timeout and backoff.
+    pub(crate) fn build<T: Object + Clone>(
+        self,
+        lw: Arc<dyn ListerWatcher<T>>,
+    ) -> SharedIndexInformer<T> {
+        let Self {
+            seed, page_size, ..
+        } = self;
+        SharedIndexInformer::builder(lw)
+            .queue(self.queue)
+            .run_mode(self.mode)
+            .reflector_options(move |b| {
+                let b = match page_size {
+                    Some(n) => b.page_size(n),
+                    None => b,
+                };
+                b.seed(seed)
+                    .idle_timeout(Some(Duration::from_millis(500)))
+                    .backoff(BackoffConfig {
+                        initial: Duration::from_millis(5),
+                        cap: Duration::from_millis(100),
+                        ..BackoffConfig::default()
+                    })
+            })
+            .build()
+    }
+}
+
+fn informer<T: Object + Clone>(
     world: &mut World,
     seed: u64,
     lw: Arc<dyn ListerWatcher<T>>,
 ) -> (SharedIndexInformer<T>, QueueKind, RunMode) {
-    let queue = if world.rng.bool() {
-        QueueKind::DeltaFifo
-    } else {
-        QueueKind::RealFifo
-    };
-    // Half the seeds run the informer on its own thread (what `run` does on this
-    // multi-threaded runtime by default), half on a task of this runtime.
-    let mode = if world.rng.bool() {
-        RunMode::OwnThread
-    } else {
-        RunMode::CallersTask
-    };
-    let page_size = world.page_size;
-    let informer = SharedIndexInformer::builder(lw)
-        .queue(queue)
-        .run_mode(mode)
-        .reflector_options(move |b| {
-            let b = match page_size {
-                Some(n) => b.page_size(n),
-                None => b,
-            };
-            b.seed(seed)
-                .idle_timeout(Some(Duration::from_millis(500)))
-                .backoff(BackoffConfig {
-                    initial: Duration::from_millis(5),
-                    cap: Duration::from_millis(100),
-                    ..BackoffConfig::default()
-                })
-        })
-        .build();
-    (informer, queue, mode)
+    let setup = InformerSetup::draw(world, seed);
+    (setup.build(lw), setup.queue, setup.mode)
 }
 
 /// The objects whose current version reached the client as an undecodable MODIFIED: the
 /// client leaves them out until their next change or a relist.
-fn broken_keys(server: &FakeApiServer, want: &State) -> BTreeSet<String> {
+pub(crate) fn broken_keys(server: &FakeApiServer, want: &State) -> BTreeSet<String> {
     server
         .undecodable_events()
         .into_iter()
@@ -521,7 +557,7 @@ async fn run_form<T: Object + Clone + serde::de::DeserializeOwned>(
     world.server.shutdown().await;
 }
 
-fn seeds() -> Vec<u64> {
+pub(crate) fn seeds() -> Vec<u64> {
     if let Some(one) = std::env::var("KCACHE_CHAOS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -4,6 +4,8 @@
 
 mod backlog;
 mod chaos;
+// Sharded replicas killed, restarted and cut off from their Leases under the chaos faults.
+mod chaos_replicas;
 mod custom_types;
 // Its `on_both_backends!` serves `hostile_client_go` and `hostile_lists` too.
 #[macro_use]

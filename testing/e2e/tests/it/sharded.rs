@@ -5,7 +5,7 @@
 //! when a replica is killed its shards move with their keys, each reconciled by one replica;
 //! replicas killed and restarted under churn never reconcile a key at once.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,6 +17,7 @@ use kcache_informer::{
 };
 use kcache_reflector::{ShardField, ShardSelector, ShardedListerWatcher, shard_hash, shard_index};
 use kcache_store::{ApiResource, DynamicObject, Object, ObjectKey};
+use kcache_testing::{ReconcileLedger, poll_until};
 use kcache_testing_server::{FakeApiServer, ServedResource};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -35,9 +36,7 @@ struct Ledger {
     caches: Mutex<Running>,
     /// Objects the server sent outside a shard, summed over ended shard works.
     ignored: AtomicUsize,
-    running: Mutex<HashMap<String, usize>>,
-    overlaps: AtomicUsize,
-    by: Mutex<HashMap<String, BTreeSet<usize>>>,
+    reconciles: ReconcileLedger,
 }
 
 impl Ledger {
@@ -116,20 +115,7 @@ fn work(
                 async move { informer.run(stop).await.unwrap() }
             });
             let reconcile = move |key: ObjectKey, ledger: Arc<Ledger>| async move {
-                let key = key.to_string();
-                if let Some(other) = ledger.running.lock().unwrap().insert(key.clone(), index) {
-                    eprintln!("{key} on replicas {other} and {index} at once");
-                    ledger.overlaps.fetch_add(1, Ordering::SeqCst);
-                }
-                tokio::task::yield_now().await;
-                ledger.running.lock().unwrap().remove(&key);
-                ledger
-                    .by
-                    .lock()
-                    .unwrap()
-                    .entry(key)
-                    .or_default()
-                    .insert(index);
+                ledger.reconciles.reconcile(index, &key).await;
                 Ok::<_, BoxError>(Action::Done)
             };
             runner
@@ -205,14 +191,14 @@ async fn kill(replica: Replica) {
     }
 }
 
-async fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    for _ in 0..1_200 {
-        if cond() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("timed out waiting for {what}");
+async fn wait_until(what: &str, cond: impl FnMut() -> bool) {
+    poll_until(
+        what,
+        Duration::from_secs(120),
+        Duration::from_millis(100),
+        cond,
+    )
+    .await;
 }
 
 /// Waits for the caches to equal the server's pods (keys and versions), every shard held by one
@@ -267,12 +253,12 @@ async fn three_replicas(field: ShardField, pods_total: usize) {
         .map(|i| replica(i, field, &server, &ledger))
         .collect();
     wait_until("every pod reconciled", || {
-        ledger.by.lock().unwrap().len() == pods_total
+        ledger.reconciles.len() == pods_total
     })
     .await;
     quiescent(&server, &ledger, field).await;
     let holders = ledger.holders();
-    for (key, by) in ledger.by.lock().unwrap().iter() {
+    for (key, by) in &ledger.reconciles.snapshot() {
         let (ns, name) = key.split_once('/').unwrap();
         let object = DynamicObject::new(Some(ns), name);
         let shard = match field {
@@ -302,7 +288,7 @@ async fn three_replicas(field: ShardField, pods_total: usize) {
     }
 
     // Replica 0 is killed (its Leases not released): its shards move once they expire.
-    ledger.by.lock().unwrap().clear();
+    ledger.reconciles.clear();
     let dead_shards: Vec<u32> = holders
         .iter()
         .filter(|(_, r)| r[0] == 0)
@@ -317,12 +303,13 @@ async fn three_replicas(field: ShardField, pods_total: usize) {
         .map(|c| c.0)
         .collect();
     wait_until("the dead replica's keys reconciled again", || {
-        let by = ledger.by.lock().unwrap();
-        moved.iter().all(|k| by.contains_key(k))
+        ledger
+            .reconciles
+            .all_reconciled(moved.iter().map(String::as_str))
     })
     .await;
     for key in &moved {
-        let by = ledger.by.lock().unwrap()[key].clone();
+        let by = ledger.reconciles.reconciled_by(key);
         assert_eq!(by.len(), 1, "{key} reconciled by one replica: {by:?}");
     }
 
@@ -367,7 +354,7 @@ async fn under_churn(
     churn.await.unwrap();
     quiescent(server, ledger, field).await;
     assert_eq!(
-        ledger.overlaps.load(Ordering::SeqCst),
+        ledger.reconciles.overlaps(),
         0,
         "a key ran on two replicas at once"
     );

@@ -2,7 +2,9 @@
 //! over HTTPS: dry run, the `status` and `scale` subresources, server-side apply, custom
 //! resource definitions and custom objects,
 //! `deletecollection`, DELETE answers, defaults, namespace deletion and access reviews, each
-//! checked by `tests/python/client_writes.py` as the client sees them.
+//! checked by `tests/python/client_writes.py` as the client sees them; and sharded lists and
+//! watches (`shardSelector`) through the client's `call_api`, checked by
+//! `tests/python/shard_selector.py` against its own FNV-1a.
 //!
 //! The test needs `python3` with the `kubernetes` package (`.ci/run` installs it). Without it
 //! the test prints that it did not run and passes, unless `KCACHE_REQUIRE_PYTHON_CLIENT` is set
@@ -35,17 +37,14 @@ async fn python_client_available() -> bool {
     false
 }
 
-#[tokio::test]
-async fn the_python_client_writes_as_against_kube_apiserver() {
-    if !python_client_available().await {
-        return;
-    }
+/// Runs `tests/python/<script>` against a fresh HTTPS server; asserts that it ends in "ok".
+async fn run_script(script: &str) {
     let env = env(true).await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/client_writes.py");
+    let script = format!("{}/tests/python/{script}", env!("CARGO_MANIFEST_DIR"));
     let out = tokio::time::timeout(
         Duration::from_secs(60),
         Command::new("python3")
-            .arg(script)
+            .arg(&script)
             .arg(&env.kubeconfig)
             .env_remove("HTTPS_PROXY")
             .env_remove("https_proxy")
@@ -58,7 +57,22 @@ async fn the_python_client_writes_as_against_kube_apiserver() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.trim_end().ends_with("ok"),
-        "the Python client's checks failed:\n{stdout}\n{}",
+        "the Python client's checks ({script}) failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[tokio::test]
+async fn the_python_client_writes_as_against_kube_apiserver() {
+    if python_client_available().await {
+        run_script("client_writes.py").await;
+    }
+}
+
+/// Shards asked for through the client's `call_api`, checked against the script's own FNV-1a.
+#[tokio::test]
+async fn the_python_client_lists_and_watches_shards() {
+    if python_client_available().await {
+        run_script("shard_selector.py").await;
+    }
 }

@@ -12,6 +12,7 @@ mod fake_api_server_kubectl_crd_schema;
 mod fake_api_server_kubectl_lifecycle;
 mod fake_api_server_kubectl_protobuf;
 mod fake_api_server_kubectl_schemas;
+mod fake_api_server_kubectl_sharding;
 mod fake_api_server_kubectl_writes;
 mod fake_api_server_lifecycle;
 mod fake_api_server_managed_fields;
