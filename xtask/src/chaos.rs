@@ -1,7 +1,8 @@
 //! `cargo xtask chaos [--seeds N | --seed S]`: the full-stack chaos suite for many seeds.
 //!
-//! It runs the `chaos` test of `kcache-testing-e2e` (an informer over client-http against the
-//! fake API server with random faults) in release mode with `KCACHE_CHAOS_SEEDS=N`, or
+//! It runs the `chaos` tests of `kcache-testing-e2e` (an informer, and a reconcile runner, over
+//! client-http against the fake API server with random faults; sharded replicas killed,
+//! restarted and cut off from their Leases under the same faults) in release mode with `KCACHE_CHAOS_SEEDS=N`, or
 //! `KCACHE_CHAOS_SEED=S` to replay one seed. The test prints the seed of any failure. The test
 //! command runs the same test with a few seeds.
 

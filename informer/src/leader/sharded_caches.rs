@@ -33,6 +33,13 @@ pub const SHARD_RESTART_DELAY: Duration = Duration::from_secs(1);
 ///   Lease go, so the next holder never reconciles a key this replica is still reconciling. A
 ///   Lease that could not be renewed is lost at once; the work must end within the election's
 ///   margin (lease duration − renew deadline − retry period), as with any leader election.
+/// - **A replica that dies** without releasing its Leases: each of its shards is held again by
+///   a living replica within lease duration + 2 × 2.2 × retry period (with the defaults 15 s +
+///   8.8 s: a candidate sees the last renewal, and tries again, each a retry period apart
+///   jittered by up to 1.2×) of the dead one's last renewal, or of the moment the living
+///   replicas began to stand for it (a lease duration after their start, for a shard they do
+///   not prefer), whichever is later; never before its Lease expired. Then the shard's caches
+///   sync and its keys are reconciled.
 /// - Work that ends (or panics) on its own while the shard is still held starts again after
 ///   [`SHARD_RESTART_DELAY`].
 ///

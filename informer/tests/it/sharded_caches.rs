@@ -229,6 +229,7 @@ async fn three_replicas(field: ShardField) {
         .map(|s| FakeLease::new(&format!("ns/controller-shard-{s}")))
         .collect();
     let ledger = Arc::new(Ledger::default());
+    let started = tokio::time::Instant::now();
     let mut replicas: Vec<Replica> = (0..3)
         .map(|i| replica(i, field, &fake, &leases, &ledger))
         .collect();
@@ -262,6 +263,7 @@ async fn three_replicas(field: ShardField) {
     // Replica 0 dies: its shards (0 and 3) move once their Leases expire, with their caches.
     ledger.reconciles.clear();
     let dead = replicas.remove(0);
+    let killed = tokio::time::Instant::now();
     dead.cancel.cancel();
     for t in dead.tasks {
         t.await.unwrap();
@@ -281,6 +283,24 @@ async fn three_replicas(field: ShardField) {
             .all_reconciled(moved.iter().map(|k| k.as_str()))
     })
     .await;
+    // The documented bound (`ShardedCaches`): held again within lease duration + 2 x 2.2 x
+    // retry period of the last renewal (at most a retry period before the kill) or of the
+    // moment the living replicas began to stand for shards they do not prefer (a lease
+    // duration after their start), whichever is later; then synced and reconciled (here in no
+    // time); never before the Lease expired.
+    let (lease, retry) = (Duration::from_secs(15), Duration::from_secs(2));
+    let standing = killed.max(started + lease);
+    let moved_at = tokio::time::Instant::now();
+    assert!(
+        moved_at - standing <= lease + retry.mul_f64(4.4) + Duration::from_millis(100),
+        "the dead replica's keys had no owner for {:?} after the kill",
+        moved_at - killed
+    );
+    assert!(
+        moved_at - killed >= lease - retry,
+        "taken over {:?} after the kill, before the Lease expired",
+        moved_at - killed
+    );
     let held = holders();
     assert!(!held.contains_key(&0));
     check_caches(&ledger, &expected, field, &held);
