@@ -297,7 +297,7 @@ async fn three_replicas(field: ShardField) {
         moved_at - killed
     );
     assert!(
-        moved_at - killed >= lease - retry,
+        moved_at - killed + retry >= lease,
         "taken over {:?} after the kill, before the Lease expired",
         moved_at - killed
     );
