@@ -14,26 +14,24 @@
 //! Seeds as the rest of the chaos suite (`KCACHE_CHAOS_SEEDS`, `KCACHE_CHAOS_SEED`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kcache_client_http::{Client, Config, HttpLeaseLock, HttpListerWatcher};
-use kcache_informer::{
-    Action, BoxError, LeaderElector, ReconcileRunner, ShardFilter, ShardScope, ShardedCaches,
-    ShardedElection, SharedIndexInformer,
-};
+use kcache_client_http::{Client, Config, HttpLeaseLock};
+use kcache_informer::{LeaderElector, ShardFilter, ShardedCaches, ShardedElection};
 use kcache_reflector::{
-    Error as ReflectorError, LeaseLock, LeaseRecord, ListerWatcher, ShardField, VersionedLease,
-    shard_hash, shard_index,
+    Error as ReflectorError, LeaseLock, LeaseRecord, ShardField, VersionedLease, shard_hash,
+    shard_index,
 };
-use kcache_store::{ApiResource, DynamicObject, Object, ObjectKey};
+use kcache_store::{DynamicObject, Object};
 use kcache_testing::{ReconcileLedger, poll_until};
 use kcache_testing_server::fake_api_server::ServedResource;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::chaos::{InformerSetup, State, World, broken_keys, seeds, server_state};
+use crate::shard_work::{BuildInformer, Ledger, work};
 
 const SHARDS: u32 = 4;
 
@@ -86,94 +84,16 @@ impl LeaseLock for Partitioned {
     }
 }
 
-/// What the replicas cache and reconcile.
-struct Ledger {
-    /// (replica instance, shard) -> the shard's informer, while its work runs.
-    caches: Mutex<BTreeMap<(usize, u32), SharedIndexInformer<DynamicObject>>>,
-    reconciles: ReconcileLedger,
-}
-
-impl Ledger {
-    /// key -> (instance, shard, resource version) of every cached object, and how many
-    /// objects are cached in all (more than the keys: one is cached twice).
-    fn cached(&self) -> (BTreeMap<String, (usize, u32, String)>, usize) {
-        let mut out = BTreeMap::new();
-        let mut count = 0;
-        for ((instance, shard), informer) in self.caches.lock().unwrap().iter() {
-            for o in informer.indexer().list() {
-                count += 1;
-                let rv = o.resource_version().unwrap_or("").to_owned();
-                out.insert(o.key().to_string(), (*instance, *shard, rv));
-            }
-        }
-        (out, count)
-    }
-
-    /// shard -> the instances running its work.
-    fn holders(&self) -> BTreeMap<u32, Vec<usize>> {
-        let mut out: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (instance, shard) in self.caches.lock().unwrap().keys() {
-            out.entry(*shard).or_default().push(*instance);
-        }
-        out
-    }
-}
-
-fn pods() -> ApiResource {
-    ApiResource::new("", "v1", "pods", true)
-}
-
-/// Each shard's work: the shard's informer (set up as the seed drew) and a reconcile runner.
-fn work(
-    instance: usize,
-    url: String,
-    setup: InformerSetup,
-    ledger: Arc<Ledger>,
-) -> impl Fn(ShardScope) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
-+ Send
-+ Sync
-+ 'static {
-    move |scope: ShardScope| {
-        let (url, ledger) = (url.clone(), Arc::clone(&ledger));
-        Box::pin(async move {
-            let client = Client::new(Config::new(url.parse().unwrap())).unwrap();
-            let lw: Arc<dyn ListerWatcher<DynamicObject>> =
-                Arc::new(scope.lister_watcher(HttpListerWatcher::dynamic(client, pods())));
-            let informer = setup.build(lw);
-            let mut runner = ReconcileRunner::builder(&informer)
-                .name(format!("instance-{instance}-shard-{}", scope.shard()))
-                .workers(2);
-            if let Some(keys) = scope.key_filter() {
-                runner = runner.shards(keys);
-            }
-            let runner = runner.build().unwrap();
-            ledger
-                .caches
-                .lock()
-                .unwrap()
-                .insert((instance, scope.shard()), informer.clone());
-            let stop = CancellationToken::new();
-            let run = tokio::spawn({
-                let (informer, stop) = (informer.clone(), stop.clone());
-                async move { informer.run(stop).await.unwrap() }
-            });
-            let reconcile = move |key: ObjectKey, ledger: Arc<Ledger>| async move {
-                ledger.reconciles.reconcile(instance, &key).await;
-                Ok::<_, BoxError>(Action::Done)
-            };
-            runner
-                .run(Arc::clone(&ledger), reconcile, scope.cancelled().clone())
-                .await
-                .unwrap();
-            stop.cancel();
-            run.await.unwrap();
-            ledger
-                .caches
-                .lock()
-                .unwrap()
-                .remove(&(instance, scope.shard()));
-        })
-    }
+/// key -> (replica, shard, resource version) of every cached object, and how many objects are
+/// cached in all (more than the keys: one is cached twice).
+fn cached(ledger: &Ledger) -> (BTreeMap<String, (usize, u32, String)>, usize) {
+    let all = ledger.cached();
+    let count = all.len();
+    let map = all
+        .into_iter()
+        .map(|(key, replica, shard, rv)| (key, (replica, shard, rv)))
+        .collect();
+    (map, count)
 }
 
 /// One running replica: its name and the switch that cuts it off from its Leases.
@@ -200,6 +120,7 @@ impl Replica {
             ShardField::Uid => ShardFilter::new(SHARDS),
         };
         let cut = Arc::new(AtomicBool::new(false));
+        let build: BuildInformer = Arc::new(move |lw| setup.build(lw));
         let election = ShardedElection::new(
             &filter,
             |shard| {
@@ -217,7 +138,7 @@ impl Replica {
         .unwrap();
         let caches = ShardedCaches::new(&filter, field);
         let cancel = CancellationToken::new();
-        let work = work(instance, url, setup, Arc::clone(ledger));
+        let work = work(instance, client.clone(), 2, build, Arc::clone(ledger));
         let tasks = vec![
             tokio::spawn({
                 let cancel = cancel.clone();
@@ -311,7 +232,7 @@ async fn quiescent(fleet: &Fleet, want: &State, context: &str) {
         Duration::from_secs(60),
         Duration::from_millis(50),
         || {
-            let (cached, count) = ledger.cached();
+            let (cached, count) = cached(ledger);
             let got: State = cached
                 .iter()
                 .map(|(k, (_, _, rv))| (k.clone(), rv.clone()))
@@ -336,10 +257,7 @@ async fn run_replicas_seed(seed: u64) {
     let mut fleet = Fleet {
         field,
         setup,
-        ledger: Arc::new(Ledger {
-            caches: Mutex::default(),
-            reconciles: ReconcileLedger::new(Duration::from_millis(1)),
-        }),
+        ledger: Arc::new(Ledger::new(ReconcileLedger::new(Duration::from_millis(1)))),
         living: Vec::new(),
         dead: Vec::new(),
         instances: 0,
@@ -374,7 +292,7 @@ async fn run_replicas_seed(seed: u64) {
     }
     let want = server_state(&world.server);
     quiescent(&fleet, &want, &context).await;
-    let (cached, _) = fleet.ledger.cached();
+    let (cached, _) = cached(&fleet.ledger);
     for o in &world.server.list(&ServedResource::pods()) {
         let (_, shard, _) = &cached[&o.key().to_string()];
         assert_eq!(

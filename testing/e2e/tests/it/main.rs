@@ -21,6 +21,8 @@ mod leader;
 mod metadata;
 mod operator;
 mod own_thread;
+// The work of one shard, shared by the sharded-replica tests.
+mod shard_work;
 // Sharded caches over HTTP: replicas caching only their shards.
 mod sharded;
 mod support;

@@ -6,64 +6,24 @@
 //! replicas killed and restarted under churn never reconcile a key at once.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use kcache_client_http::{Client, Config, HttpLeaseLock, HttpListerWatcher};
+use kcache_client_http::{Client, Config, HttpLeaseLock};
 use kcache_informer::{
-    Action, BoxError, LeaderElector, ReconcileRunner, ShardFilter, ShardScope, ShardedCaches,
-    ShardedElection, SharedIndexInformer,
+    LeaderElector, ShardFilter, ShardedCaches, ShardedElection, SharedIndexInformer,
 };
-use kcache_reflector::{ShardField, ShardSelector, ShardedListerWatcher, shard_hash, shard_index};
-use kcache_store::{ApiResource, DynamicObject, Object, ObjectKey};
+use kcache_reflector::{ShardField, ShardSelector, shard_hash, shard_index};
+use kcache_store::{DynamicObject, Object};
 use kcache_testing::{ReconcileLedger, poll_until};
 use kcache_testing_server::{FakeApiServer, ServedResource};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::shard_work::{BuildInformer, Ledger, work};
+
 const SHARDS: u32 = 4;
-
-type ShardLw = ShardedListerWatcher<HttpListerWatcher<DynamicObject>>;
-
-/// (replica, shard) -> its informer and lister-watcher.
-type Running = BTreeMap<(usize, u32), (SharedIndexInformer<DynamicObject>, Arc<ShardLw>)>;
-
-/// What the replicas cached and reconciled.
-#[derive(Default)]
-struct Ledger {
-    /// (replica, shard) -> its informer and lister-watcher, while the shard's work runs.
-    caches: Mutex<Running>,
-    /// Objects the server sent outside a shard, summed over ended shard works.
-    ignored: AtomicUsize,
-    reconciles: ReconcileLedger,
-}
-
-impl Ledger {
-    /// key -> (replica, shard, resource version) of every cached object.
-    fn cached(&self) -> Vec<(String, usize, u32, String)> {
-        let mut out = Vec::new();
-        for ((replica, shard), (informer, _)) in self.caches.lock().unwrap().iter() {
-            for o in informer.indexer().list() {
-                let rv = o.resource_version().unwrap_or("").to_owned();
-                out.push((o.key().to_string(), *replica, *shard, rv));
-            }
-        }
-        out
-    }
-
-    fn holders(&self) -> BTreeMap<u32, Vec<usize>> {
-        let mut out: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (replica, shard) in self.caches.lock().unwrap().keys() {
-            out.entry(*shard).or_default().push(*replica);
-        }
-        out
-    }
-}
-
-fn pods() -> ApiResource {
-    ApiResource::new("", "v1", "pods", true)
-}
 
 fn namespace(n: usize) -> String {
     const APPS: [&str; 10] = [
@@ -81,58 +41,6 @@ fn namespace(n: usize) -> String {
 
 fn shard_of(field: ShardField, o: &DynamicObject) -> u32 {
     shard_index(shard_hash(field.value_of(o)), SHARDS)
-}
-
-/// Each shard's work: an informer of the shard alone, a reconcile runner over it.
-fn work(
-    index: usize,
-    client: Client,
-    ledger: Arc<Ledger>,
-) -> impl Fn(ShardScope) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
-+ Send
-+ Sync
-+ 'static {
-    move |scope: ShardScope| {
-        let (client, ledger) = (client.clone(), Arc::clone(&ledger));
-        Box::pin(async move {
-            let lw = Arc::new(scope.lister_watcher(HttpListerWatcher::dynamic(client, pods())));
-            let informer = SharedIndexInformer::builder(Arc::clone(&lw) as Arc<_>).build();
-            let mut runner = ReconcileRunner::builder(&informer)
-                .name(format!("replica-{index}-shard-{}", scope.shard()))
-                .workers(4);
-            if let Some(keys) = scope.key_filter() {
-                runner = runner.shards(keys);
-            }
-            let runner = runner.build().unwrap();
-            ledger
-                .caches
-                .lock()
-                .unwrap()
-                .insert((index, scope.shard()), (informer.clone(), Arc::clone(&lw)));
-            let stop = CancellationToken::new();
-            let run = tokio::spawn({
-                let (informer, stop) = (informer.clone(), stop.clone());
-                async move { informer.run(stop).await.unwrap() }
-            });
-            let reconcile = move |key: ObjectKey, ledger: Arc<Ledger>| async move {
-                ledger.reconciles.reconcile(index, &key).await;
-                Ok::<_, BoxError>(Action::Done)
-            };
-            runner
-                .run(Arc::clone(&ledger), reconcile, scope.cancelled().clone())
-                .await
-                .unwrap();
-            stop.cancel();
-            run.await.unwrap();
-            ledger
-                .caches
-                .lock()
-                .unwrap()
-                .remove(&(index, scope.shard()));
-            let ignored = usize::try_from(lw.ignored_objects()).unwrap();
-            ledger.ignored.fetch_add(ignored, Ordering::SeqCst);
-        })
-    }
 }
 
 struct Replica {
@@ -170,7 +78,8 @@ fn replica(
     .unwrap();
     let caches = ShardedCaches::new(&filter, field);
     let cancel = CancellationToken::new();
-    let work = work(index, client, Arc::clone(ledger));
+    let build: BuildInformer = Arc::new(|lw| SharedIndexInformer::builder(lw).build());
+    let work = work(index, client, 4, build, Arc::clone(ledger));
     let tasks = vec![
         tokio::spawn({
             let cancel = cancel.clone();
@@ -248,7 +157,7 @@ async fn three_replicas(field: ShardField, pods_total: usize) {
             )
             .unwrap();
     }
-    let ledger = Arc::new(Ledger::default());
+    let ledger = Arc::new(Ledger::new(ReconcileLedger::default()));
     let mut replicas: Vec<Replica> = (0..3)
         .map(|i| replica(i, field, &server, &ledger))
         .collect();
@@ -282,7 +191,7 @@ async fn three_replicas(field: ShardField, pods_total: usize) {
         r.param("shardSelector")
             .is_some_and(|s| ShardSelector::parse(s).is_ok())
     }));
-    for (_, (_, lw)) in ledger.caches.lock().unwrap().iter() {
+    for lw in ledger.lister_watchers() {
         assert_eq!(lw.ignored_objects(), 0, "the server sent only the shard");
         assert!(lw.server_honoured().unwrap_or(true));
     }
@@ -358,11 +267,7 @@ async fn under_churn(
         0,
         "a key ran on two replicas at once"
     );
-    assert_eq!(
-        ledger.ignored.load(Ordering::SeqCst),
-        0,
-        "the server sent only the shards"
-    );
+    assert_eq!(ledger.ignored(), 0, "the server sent only the shards");
     for r in replicas {
         kill(r).await;
     }
