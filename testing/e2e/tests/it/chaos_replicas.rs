@@ -27,11 +27,9 @@ use kcache_reflector::{
 use kcache_store::{DynamicObject, Object};
 use kcache_testing::{ReconcileLedger, poll_until};
 use kcache_testing_server::fake_api_server::ServedResource;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use crate::chaos::{InformerSetup, State, World, broken_keys, seeds, server_state};
-use crate::shard_work::{BuildInformer, Ledger, work};
+use crate::shard_work::{BuildInformer, Ledger, Replica, work};
 
 const SHARDS: u32 = 4;
 
@@ -97,14 +95,13 @@ fn cached(ledger: &Ledger) -> (BTreeMap<String, (usize, u32, String)>, usize) {
 }
 
 /// One running replica: its name and the switch that cuts it off from its Leases.
-struct Replica {
+struct Member {
     name: String,
     cut: Arc<AtomicBool>,
-    cancel: CancellationToken,
-    tasks: Vec<JoinHandle<()>>,
+    running: Replica,
 }
 
-impl Replica {
+impl Member {
     fn start(
         name: &str,
         instance: usize,
@@ -137,30 +134,11 @@ impl Replica {
         )
         .unwrap();
         let caches = ShardedCaches::new(&filter, field);
-        let cancel = CancellationToken::new();
         let work = work(instance, client.clone(), 2, build, Arc::clone(ledger));
-        let tasks = vec![
-            tokio::spawn({
-                let cancel = cancel.clone();
-                async move { election.run(cancel).await }
-            }),
-            tokio::spawn({
-                let cancel = cancel.clone();
-                async move { caches.run(cancel, work).await }
-            }),
-        ];
         Self {
             name: name.to_owned(),
             cut,
-            cancel,
-            tasks,
-        }
-    }
-
-    async fn kill(self) {
-        self.cancel.cancel();
-        for t in self.tasks {
-            t.await.unwrap();
+            running: Replica::start(election, caches, work),
         }
     }
 }
@@ -174,7 +152,7 @@ struct Fleet {
     field: ShardField,
     setup: InformerSetup,
     ledger: Arc<Ledger>,
-    living: Vec<Replica>,
+    living: Vec<Member>,
     /// Names of killed replicas, which may come back under them.
     dead: Vec<String>,
     instances: usize,
@@ -188,7 +166,7 @@ impl Fleet {
         let name = name.unwrap_or_else(|| format!("replica-{instance}"));
         self.events
             .push(format!("start {name} (instance {instance})"));
-        let replica = Replica::start(&name, instance, self.field, world, self.setup, &self.ledger);
+        let replica = Member::start(&name, instance, self.field, world, self.setup, &self.ledger);
         self.living.push(replica);
     }
 
@@ -202,7 +180,7 @@ impl Fleet {
                     .swap_remove(world.rng.usize(0..self.living.len()));
                 self.events.push(format!("kill {}", r.name));
                 self.dead.push(r.name.clone());
-                r.kill().await;
+                r.running.kill().await;
             }
             1 => {
                 let old = (!self.dead.is_empty() && world.rng.bool())
@@ -338,7 +316,7 @@ async fn run_replicas_seed(seed: u64) {
         "{context}: a key was reconciled by two replicas at once"
     );
     for r in fleet.living {
-        r.kill().await;
+        r.running.kill().await;
     }
     world.server.shutdown().await;
 }

@@ -1,7 +1,7 @@
 //! The work of one shard in the sharded-replica tests (`sharded.rs`, `chaos_replicas.rs`): an
 //! informer of the shard alone over HTTP (`ShardScope::lister_watcher`), a reconcile runner
-//! over it recording into a `ReconcileLedger`, and the record of which replica runs which
-//! shard's cache.
+//! over it recording into a `ReconcileLedger`, the record of which replica runs which shard's
+//! cache, and a replica's running election and caches.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -10,10 +10,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kcache_client_http::{Client, HttpListerWatcher};
-use kcache_informer::{Action, BoxError, ReconcileRunner, ShardScope, SharedIndexInformer};
+use kcache_informer::{
+    Action, BoxError, ReconcileRunner, ShardScope, ShardedCaches, ShardedElection,
+    SharedIndexInformer,
+};
 use kcache_reflector::{ListerWatcher, ShardedListerWatcher};
 use kcache_store::{ApiResource, DynamicObject, Object, ObjectKey};
 use kcache_testing::ReconcileLedger;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) type ShardLw = ShardedListerWatcher<HttpListerWatcher<DynamicObject>>;
@@ -131,5 +135,41 @@ pub(crate) fn work(
             let ignored = usize::try_from(lw.ignored_objects()).unwrap();
             ledger.ignored.fetch_add(ignored, Ordering::SeqCst);
         })
+    }
+}
+
+/// A replica running: its election and its shard caches, each on a task.
+pub(crate) struct Replica {
+    cancel: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Replica {
+    /// Runs `election` and, over its shards, `caches` with `work`.
+    pub(crate) fn start<F, Fut>(election: ShardedElection, caches: ShardedCaches, work: F) -> Self
+    where
+        F: Fn(ShardScope) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let cancel = CancellationToken::new();
+        let tasks = vec![
+            tokio::spawn({
+                let cancel = cancel.clone();
+                async move { election.run(cancel).await }
+            }),
+            tokio::spawn({
+                let cancel = cancel.clone();
+                async move { caches.run(cancel, work).await }
+            }),
+        ];
+        Self { cancel, tasks }
+    }
+
+    /// Stops it (its Leases are not released: they expire) and waits until it has stopped.
+    pub(crate) async fn kill(self) {
+        self.cancel.cancel();
+        for t in self.tasks {
+            t.await.unwrap();
+        }
     }
 }

@@ -18,10 +18,8 @@ use kcache_reflector::{ShardField, ShardSelector, shard_hash, shard_index};
 use kcache_store::{DynamicObject, Object};
 use kcache_testing::{ReconcileLedger, poll_until};
 use kcache_testing_server::{FakeApiServer, ServedResource};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
-use crate::shard_work::{BuildInformer, Ledger, work};
+use crate::shard_work::{BuildInformer, Ledger, Replica, work};
 
 const SHARDS: u32 = 4;
 
@@ -41,11 +39,6 @@ fn namespace(n: usize) -> String {
 
 fn shard_of(field: ShardField, o: &DynamicObject) -> u32 {
     shard_index(shard_hash(field.value_of(o)), SHARDS)
-}
-
-struct Replica {
-    cancel: CancellationToken,
-    tasks: Vec<JoinHandle<()>>,
 }
 
 fn replica(
@@ -77,27 +70,12 @@ fn replica(
     )
     .unwrap();
     let caches = ShardedCaches::new(&filter, field);
-    let cancel = CancellationToken::new();
     let build: BuildInformer = Arc::new(|lw| SharedIndexInformer::builder(lw).build());
-    let work = work(index, client, 4, build, Arc::clone(ledger));
-    let tasks = vec![
-        tokio::spawn({
-            let cancel = cancel.clone();
-            async move { election.run(cancel).await }
-        }),
-        tokio::spawn({
-            let cancel = cancel.clone();
-            async move { caches.run(cancel, work).await }
-        }),
-    ];
-    Replica { cancel, tasks }
-}
-
-async fn kill(replica: Replica) {
-    replica.cancel.cancel();
-    for t in replica.tasks {
-        t.await.unwrap();
-    }
+    Replica::start(
+        election,
+        caches,
+        work(index, client, 4, build, Arc::clone(ledger)),
+    )
 }
 
 async fn wait_until(what: &str, cond: impl FnMut() -> bool) {
@@ -203,7 +181,7 @@ async fn three_replicas(field: ShardField, pods_total: usize) {
         .filter(|(_, r)| r[0] == 0)
         .map(|(s, _)| *s)
         .collect();
-    kill(replicas.remove(0)).await;
+    replicas.remove(0).kill().await;
     quiescent(&server, &ledger, field).await;
     let moved: BTreeSet<String> = ledger
         .cached()
@@ -257,7 +235,7 @@ async fn under_churn(
     });
     replicas.push(replica(3, field, server, ledger));
     tokio::time::sleep(Duration::from_secs(2)).await;
-    kill(replicas.remove(0)).await;
+    replicas.remove(0).kill().await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     churning.store(false, Ordering::SeqCst);
     churn.await.unwrap();
@@ -269,7 +247,7 @@ async fn under_churn(
     );
     assert_eq!(ledger.ignored(), 0, "the server sent only the shards");
     for r in replicas {
-        kill(r).await;
+        r.kill().await;
     }
 }
 
