@@ -14,7 +14,9 @@ use kcache_informer::{
 };
 use kcache_reflector::{ShardField, shard_hash, shard_index};
 use kcache_store::{DynamicObject, Object, ObjectKey};
-use kcache_testing::{FakeLease, FakeListerWatcher, ReconcileLedger, poll_until};
+use kcache_testing::{FakeLease, FakeListerWatcher, ReconcileLedger};
+
+use crate::sharding::wait_until;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -146,16 +148,6 @@ fn replica(
         }),
     ];
     Replica { cancel, tasks }
-}
-
-async fn wait_until(what: &str, cond: impl FnMut() -> bool) {
-    poll_until(
-        what,
-        Duration::from_secs(500),
-        Duration::from_millis(50),
-        cond,
-    )
-    .await;
 }
 
 /// Namespace `n` of 40: an application and an environment. (FNV-1a's top bits follow the last

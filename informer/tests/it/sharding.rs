@@ -79,7 +79,8 @@ fn replica(
     Replica { cancel, tasks }
 }
 
-async fn wait_until(what: &str, cond: impl FnMut() -> bool) {
+/// Polls `cond` every 50 ms of (paused) time, for up to 500 s; panics naming `what`.
+pub(crate) async fn wait_until(what: &str, cond: impl FnMut() -> bool) {
     poll_until(
         what,
         Duration::from_secs(500),
