@@ -9,19 +9,17 @@ use std::collections::BTreeSet;
 
 use kcache_reflector::{ShardField, ShardSelector, shard_hash, shard_index};
 use kcache_testing_server::fake_api_server::ServedResource;
-use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::Value;
 
 use crate::fake_api_server::pod;
 use crate::fake_api_server_kubectl::{env, fails, kubectl_available, run};
+use crate::fake_api_server_sharding::enc;
 
 const SHARDS: u32 = 4;
 
+/// `/api/v1/pods?<query>shardSelector=<selector>`, encoded.
 fn path(query: &str, selector: &str) -> String {
-    format!(
-        "/api/v1/pods?{query}shardSelector={}",
-        utf8_percent_encode(selector, NON_ALPHANUMERIC)
-    )
+    format!("/api/v1/pods?{query}shardSelector={}", enc(selector))
 }
 
 /// `ns/name` and uid of each item.

@@ -21,7 +21,7 @@ use crate::fake_api_server::{pod, widgets_server};
 use crate::fake_api_server_client::{Client, Reply, Watch, summary};
 
 /// `text` as a query value.
-fn enc(text: &str) -> String {
+pub(crate) fn enc(text: &str) -> String {
     utf8_percent_encode(text, NON_ALPHANUMERIC).to_string()
 }
 
