@@ -1,12 +1,11 @@
 //! The metadata a [`Compact`](super::Compact) object keeps decoded, read from an object's JSON
 //! without decoding the rest, and the span of `metadata.managedFields` in that JSON.
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 
+use super::string_map::StringMap;
 use crate::{ExpectedType, OwnerReference};
 
 /// What keys, selectors, indexes and handlers read without a full decode: the fields behind
@@ -17,8 +16,9 @@ pub(crate) struct CompactMeta {
     pub(crate) namespace: Option<Box<str>>,
     pub(crate) resource_version: Option<Box<str>>,
     pub(crate) uid: Option<Box<str>>,
-    pub(crate) labels: Option<BTreeMap<String, String>>,
-    pub(crate) annotations: Option<BTreeMap<String, String>>,
+    /// `labels` and `annotations` as their text, built into maps when first read.
+    pub(crate) labels: Option<StringMap>,
+    pub(crate) annotations: Option<StringMap>,
     pub(crate) generation: Option<i64>,
     pub(crate) being_deleted: bool,
     /// `ownerReferences`, the entries that parse (most objects have none: no allocation).
@@ -81,9 +81,9 @@ pub(crate) struct WireMeta<R, O = R> {
     #[serde(default)]
     uid: Option<Box<str>>,
     #[serde(default)]
-    labels: Option<BTreeMap<String, String>>,
+    labels: Option<StringMap>,
     #[serde(default)]
-    annotations: Option<BTreeMap<String, String>>,
+    annotations: Option<StringMap>,
     #[serde(default)]
     generation: Option<i64>,
     /// Set (and not `null`) when the object is being deleted.
@@ -274,7 +274,7 @@ mod tests {
         assert_eq!(meta.namespace.as_deref(), Some("ns"));
         assert_eq!(meta.resource_version.as_deref(), Some("7"));
         assert_eq!(meta.uid.as_deref(), Some("u"));
-        assert_eq!(meta.labels.unwrap()["app"], "web");
+        assert_eq!(meta.labels.unwrap().map()["app"], "web");
         assert_eq!(meta.generation, Some(3));
         assert!(meta.being_deleted);
         assert!(span.is_none());

@@ -7,7 +7,10 @@
 //! decode it when (and on the thread where) they need it. `Compact<K>` holds exactly that:
 //! the fields behind [`Object`], and the object's JSON (without `managedFields` by default)
 //! compressed with LZ4 against a dictionary its [`CompactCodec`] shares between the objects of
-//! one stream.
+//! one stream. Labels and annotations are kept as their JSON text, one allocation each, and
+//! built into maps when first read (`string_map`): a map of a few entries costs a 544-byte
+//! B-tree node and two allocations per entry, most of what the metadata would otherwise
+//! hold, and many informers never read either client-side.
 //!
 //! It implements [`Object`], so it plugs into every store, queue, reflector and informer as
 //! any object type does. Read the rest with [`typed`](Compact::typed) (a full decode),
@@ -18,6 +21,7 @@ mod codec;
 mod meta;
 mod payload;
 mod pointer;
+mod string_map;
 mod summary;
 
 use std::collections::BTreeMap;
@@ -35,6 +39,7 @@ use self::codec::Packed;
 use self::meta::CompactMeta;
 pub use self::payload::PayloadFormat;
 pub use self::pointer::JsonPointer;
+use self::string_map::StringMap;
 pub use self::summary::CompactMetadata;
 use crate::Object;
 
@@ -183,11 +188,13 @@ impl<K: 'static> Object for Compact<K> {
     fn uid(&self) -> Option<&str> {
         self.meta.uid.as_deref()
     }
+    /// Kept as their JSON text and built into a map on the first read, then kept built.
     fn labels(&self) -> Option<&BTreeMap<String, String>> {
-        self.meta.labels.as_ref()
+        self.meta.labels.as_ref().map(StringMap::map)
     }
+    /// Kept as their JSON text and built into a map on the first read, then kept built.
     fn annotations(&self) -> Option<&BTreeMap<String, String>> {
-        self.meta.annotations.as_ref()
+        self.meta.annotations.as_ref().map(StringMap::map)
     }
     fn is_being_deleted(&self) -> bool {
         self.meta.being_deleted
@@ -246,6 +253,27 @@ mod tests {
         assert_eq!(c.labels().unwrap()["app"], "web");
         assert_eq!(c.annotations().unwrap()["a"], "b");
         assert!(!c.is_being_deleted());
+    }
+
+    #[test]
+    fn labels_and_annotations_are_built_on_their_first_read_only() {
+        let c: Compact<DynamicObject> = CompactCodec::new().encode(POD).unwrap();
+        let (labels, annotations) = (
+            c.meta.labels.as_ref().unwrap(),
+            c.meta.annotations.as_ref().unwrap(),
+        );
+        assert!(!labels.is_built() && !annotations.is_built());
+        assert_eq!(labels.text(), r#"{"app":"web"}"#);
+        assert_eq!(c.labels().unwrap()["app"], "web");
+        assert!(labels.is_built() && !annotations.is_built());
+        let copy = c.clone();
+        assert_eq!(copy.annotations().unwrap()["a"], "b");
+        assert!(!annotations.is_built(), "a clone builds its own");
+        let none: Compact<DynamicObject> = CompactCodec::new()
+            .encode(r#"{"metadata":{"name":"a","labels":null}}"#)
+            .unwrap();
+        assert_eq!(none.labels(), None);
+        assert_eq!(none.annotations(), None);
     }
 
     #[test]

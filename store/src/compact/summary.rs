@@ -51,7 +51,10 @@ impl CompactMetadata {
 
     /// `labels`.
     pub fn labels(&self) -> Option<&BTreeMap<String, String>> {
-        self.0.labels.as_ref()
+        self.0
+            .labels
+            .as_ref()
+            .map(super::string_map::StringMap::map)
     }
 
     /// Whether `deletionTimestamp` is set.
