@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 
+use super::owners::PackedOwners;
 use super::string_map::StringMap;
 use crate::{ExpectedType, OwnerReference};
 
@@ -21,8 +22,9 @@ pub(crate) struct CompactMeta {
     pub(crate) annotations: Option<StringMap>,
     pub(crate) generation: Option<i64>,
     pub(crate) being_deleted: bool,
-    /// `ownerReferences`, the entries that parse (most objects have none: no allocation).
-    pub(crate) owner_references: Box<[OwnerReference]>,
+    /// `ownerReferences`, the entries that parse, packed in one allocation (most objects
+    /// have none: no allocation).
+    pub(crate) owner_references: PackedOwners,
 }
 
 /// The object's top level: only `metadata` is decoded, in the same pass; every other field is
@@ -146,7 +148,7 @@ impl<R: Passing, O: Owners> WireMeta<R, O> {
             being_deleted: self.deletion_timestamp.is_some_and(|t| t.is_set()),
             owner_references: self
                 .owner_references
-                .map(Owners::into_owners)
+                .map(|o| PackedOwners::pack(&o.into_owners()))
                 .unwrap_or_default(),
         };
         (meta, self.managed_fields)
@@ -287,7 +289,7 @@ mod tests {
             7, {"kind": 5}]}}"#;
         let (meta, _) = read_meta(json, &ExpectedType::any()).unwrap();
         assert_eq!(
-            &*meta.owner_references,
+            meta.owner_references.unpack(),
             [OwnerReference {
                 uid: "u1".into(),
                 ..OwnerReference::new("apps/v1", "ReplicaSet", "rs").controlled()

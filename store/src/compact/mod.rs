@@ -19,6 +19,7 @@
 
 mod codec;
 mod meta;
+mod owners;
 mod payload;
 mod pointer;
 mod string_map;
@@ -203,9 +204,9 @@ impl<K: 'static> Object for Compact<K> {
         self.meta.generation
     }
     /// Decoded with the rest of the metadata when the object was encoded (the entries that
-    /// parse); a copy of them.
+    /// parse), kept packed in one allocation; built on each call.
     fn owner_references(&self) -> Vec<crate::OwnerReference> {
-        self.meta.owner_references.to_vec()
+        self.meta.owner_references.unpack()
     }
 }
 
