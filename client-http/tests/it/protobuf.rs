@@ -17,6 +17,7 @@ fn pod(name: &str, rv: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "web", "resourceVersion": rv, "uid": format!("uid-{name}"),
             "creationTimestamp": "2024-05-01T10:00:00Z", "labels": {"app": "web"},
+            "annotations": {"note": "caf\u{e9} \"quoted\"\n", "prometheus.io/scrape": "true"},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "u", "controller": true}],
             "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
                 "time": "2024-05-01T10:00:01Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}}]},
@@ -290,6 +291,36 @@ async fn kinds_the_table_lacks_are_asked_for_in_json() {
     );
 }
 
+/// A protobuf `PodList` at resourceVersion 10 of pods a and b, then an item whose
+/// `metadata.name` is a varint where a string belongs.
+#[cfg(feature = "k8s-openapi")]
+fn pod_list_with_a_bad_item() -> Vec<u8> {
+    let mut bad = Vec::new();
+    put_nested(&mut bad, 1, |m| {
+        kcache_protobuf::wire::put_varint_field(m, 1, 7);
+        Ok(())
+    })
+    .unwrap();
+    let message = kcache_protobuf::table::message_for_kind("v1", "Pod").unwrap();
+    let mut list = Vec::new();
+    put_nested(&mut list, 1, |m| {
+        put_bytes(m, 2, b"10");
+        Ok(())
+    })
+    .unwrap();
+    for item in [pod("a", "8"), pod("b", "9")] {
+        put_bytes(
+            &mut list,
+            2,
+            &kcache_protobuf::encode::to_vec(&item, message).unwrap(),
+        );
+    }
+    put_bytes(&mut list, 2, &bad);
+    let mut body = Vec::new();
+    envelope::write("v1", "PodList", &list, &mut body);
+    body
+}
+
 /// Compact lister-watchers with protobuf: protobuf answers are kept compact in protobuf (only
 /// the metadata decoded), `typed()` gives what the JSON path gives, an object whose metadata
 /// does not read is left out with its reason; a JSON answer is kept compact in JSON.
@@ -300,31 +331,7 @@ async fn compact_objects_stay_protobuf_and_decode_as_json_does() {
 
     let proto = ScriptedServer::start(|req| {
         if req.is_list() {
-            // Item c's metadata.name is a varint where a string belongs.
-            let mut bad = Vec::new();
-            put_nested(&mut bad, 1, |m| {
-                kcache_protobuf::wire::put_varint_field(m, 1, 7);
-                Ok(())
-            })
-            .unwrap();
-            let message = kcache_protobuf::table::message_for_kind("v1", "Pod").unwrap();
-            let mut list = Vec::new();
-            put_nested(&mut list, 1, |m| {
-                put_bytes(m, 2, b"10");
-                Ok(())
-            })
-            .unwrap();
-            for item in [pod("a", "8"), pod("b", "9")] {
-                put_bytes(
-                    &mut list,
-                    2,
-                    &kcache_protobuf::encode::to_vec(&item, message).unwrap(),
-                );
-            }
-            put_bytes(&mut list, 2, &bad);
-            let mut body = Vec::new();
-            envelope::write("v1", "PodList", &list, &mut body);
-            Reply::protobuf(200, body)
+            Reply::protobuf(200, pod_list_with_a_bad_item())
         } else {
             let frames: Vec<_> = events().iter().map(|(t, o)| frame(t, o)).collect();
             Reply::protobuf_stream(200, futures_util::stream::iter(frames))
@@ -371,8 +378,13 @@ async fn compact_objects_stay_protobuf_and_decode_as_json_does() {
         assert_eq!(j.encoding(), "json");
         assert_eq!(&p.typed().unwrap(), want);
         assert_eq!(&j.typed().unwrap(), want);
-        assert_eq!(p.owner_references(), j.owner_references());
-        assert_eq!(p.labels(), j.labels());
+        // Kept as text and packed, read back as the typed object has them, both encodings.
+        for c in [p, j] {
+            assert_eq!(c.owner_references(), want.owner_references());
+            assert_eq!(c.labels(), want.labels());
+            assert_eq!(c.annotations(), want.annotations());
+        }
+        assert_eq!(want.annotations().unwrap()["note"], "café \"quoted\"\n");
         assert!(p.stored_len() < p.json_len());
     }
 
@@ -390,6 +402,9 @@ async fn compact_objects_stay_protobuf_and_decode_as_json_does() {
             | (WatchEvent::Deleted(a), WatchEvent::Deleted(b)) => {
                 assert_eq!(a.encoding(), "protobuf");
                 assert_eq!(&a.typed().unwrap(), b);
+                assert_eq!(a.labels(), b.labels());
+                assert_eq!(a.annotations(), b.annotations());
+                assert_eq!(a.owner_references(), b.owner_references());
             }
             (WatchEvent::Bookmark(a), WatchEvent::Bookmark(b)) => assert_eq!(a, b),
             (WatchEvent::Error(a), WatchEvent::Error(b)) => assert_eq!(a, b),

@@ -1,13 +1,14 @@
 //! The metadata a [`Compact`](super::Compact) object keeps decoded, read from an object's JSON
 //! without decoding the rest, and the span of `metadata.managedFields` in that JSON.
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use std::borrow::Cow;
 
-use super::owners::PackedOwners;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::owners::{OwnerFields, PackedOwners};
 use super::string_map::StringMap;
-use crate::{ExpectedType, OwnerReference};
+use crate::ExpectedType;
 
 /// What keys, selectors, indexes and handlers read without a full decode: the fields behind
 /// [`Object`](crate::Object).
@@ -67,7 +68,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for OnlyMap<T> {
 /// (`deletionTimestamp`, `managedFields`) and `O` the `ownerReferences`: the JSON path
 /// borrows all three as [`RawValue`]s from the text (nothing built but what it keeps), a
 /// decoder of another encoding ([`CompactMetadata`](super::CompactMetadata)) reads them with
-/// any `Deserializer`, as [`IgnoredAny`](serde::de::IgnoredAny) and `Vec<OwnerReference>`.
+/// any `Deserializer`, as [`IgnoredAny`](serde::de::IgnoredAny) and a `Vec` of owner entries.
 #[derive(Deserialize)]
 #[serde(
     rename_all = "camelCase",
@@ -116,21 +117,21 @@ impl Passing for serde::de::IgnoredAny {
     }
 }
 
-/// `ownerReferences` as read: the references [`CompactMeta`] keeps.
+/// `ownerReferences` as read: the references [`CompactMeta`] keeps, packed.
 pub(crate) trait Owners {
     /// The references kept.
-    fn into_owners(self) -> Box<[OwnerReference]>;
+    fn into_owners(self) -> PackedOwners;
 }
 
 impl Owners for &RawValue {
-    fn into_owners(self) -> Box<[OwnerReference]> {
+    fn into_owners(self) -> PackedOwners {
         owner_references(self.get())
     }
 }
 
-impl Owners for Vec<OwnerReference> {
-    fn into_owners(self) -> Box<[OwnerReference]> {
-        self.into_boxed_slice()
+impl Owners for Vec<OwnerFields<'_>> {
+    fn into_owners(self) -> PackedOwners {
+        PackedOwners::pack(&self)
     }
 }
 
@@ -148,7 +149,7 @@ impl<R: Passing, O: Owners> WireMeta<R, O> {
             being_deleted: self.deletion_timestamp.is_some_and(|t| t.is_set()),
             owner_references: self
                 .owner_references
-                .map(|o| PackedOwners::pack(&o.into_owners()))
+                .map(Owners::into_owners)
                 .unwrap_or_default(),
         };
         (meta, self.managed_fields)
@@ -183,14 +184,15 @@ pub(crate) fn read_meta(
 /// pass) that parse as references; nothing if it is not an array. Lenient, as
 /// [`Object::owner_references`](crate::Object::owner_references) of a `DynamicObject` is: a
 /// bad entry is left out, it does not make the object undecodable.
-fn owner_references(json: &str) -> Box<[OwnerReference]> {
+fn owner_references(json: &str) -> PackedOwners {
     let Ok(entries) = serde_json::from_str::<Vec<&RawValue>>(json) else {
-        return Box::default();
+        return PackedOwners::default();
     };
-    entries
+    let references: Vec<OwnerFields<'_>> = entries
         .into_iter()
         .filter_map(|entry| serde_json::from_str(entry.get()).ok())
-        .collect()
+        .collect();
+    PackedOwners::pack(&references)
 }
 
 /// Where `inner` (a slice borrowed from `outer`) sits in `outer`.
@@ -253,6 +255,7 @@ pub(crate) fn without_managed_fields_slow(json: &str) -> Result<String, serde_js
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::OwnerReference;
 
     /// [`without_member_into`] a new string.
     fn without_member(json: &str, value: std::ops::Range<usize>) -> Option<String> {

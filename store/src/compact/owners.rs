@@ -7,7 +7,29 @@
 //! owned references anyway, so the compact form keeps the four strings of each entry
 //! back to back, each after its length, and builds the references when asked.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
 use crate::OwnerReference;
+
+/// One `ownerReferences` entry as read, its strings borrowed from the input where they need no
+/// unescaping: what is packed, without building an [`OwnerReference`] first. It accepts
+/// exactly what [`OwnerReference`] accepts (every field optional, unknown fields ignored).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OwnerFields<'a> {
+    #[serde(default, borrow)]
+    api_version: Cow<'a, str>,
+    #[serde(default, borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    name: Cow<'a, str>,
+    #[serde(default, borrow)]
+    uid: Cow<'a, str>,
+    #[serde(default)]
+    controller: Option<bool>,
+}
 
 /// `ownerReferences` in one allocation: per entry, a tag for `controller` (0 unset, 1 false,
 /// 2 true), then `apiVersion`, `kind`, `name` and `uid`, each as a little-endian `u32` length
@@ -18,27 +40,26 @@ pub(crate) struct PackedOwners(Box<[u8]>);
 impl PackedOwners {
     /// `references`, packed. A string longer than `u32::MAX` bytes (which no object read
     /// within kcache's size limits holds) leaves its reference out.
-    pub(crate) fn pack(references: &[OwnerReference]) -> Self {
+    pub(crate) fn pack(references: &[OwnerFields<'_>]) -> Self {
         let mut bytes = Vec::with_capacity(
             references
                 .iter()
-                .map(|r| 17 + r.api_version.len() + r.kind.len() + r.name.len() + r.uid.len())
+                .map(|r| 1 + r.strings().iter().map(|f| 4 + f.len()).sum::<usize>())
                 .sum(),
         );
         for r in references {
-            let fields = [&r.api_version, &r.kind, &r.name, &r.uid];
-            if fields.iter().any(|f| u32::try_from(f.len()).is_err()) {
+            let strings = r.strings();
+            let Some(lengths) = lengths(strings) else {
                 continue;
-            }
+            };
             bytes.push(match r.controller {
                 None => 0,
                 Some(false) => 1,
                 Some(true) => 2,
             });
-            for field in fields {
-                let len = u32::try_from(field.len()).unwrap_or(0);
+            for (text, len) in strings.iter().zip(lengths) {
                 bytes.extend_from_slice(&len.to_le_bytes());
-                bytes.extend_from_slice(field.as_bytes());
+                bytes.extend_from_slice(text.as_bytes());
             }
         }
         Self(bytes.into_boxed_slice())
@@ -83,6 +104,22 @@ impl PackedOwners {
     }
 }
 
+impl OwnerFields<'_> {
+    /// `apiVersion`, `kind`, `name`, `uid`, in the order they are packed.
+    fn strings(&self) -> [&str; 4] {
+        [&self.api_version, &self.kind, &self.name, &self.uid]
+    }
+}
+
+/// The lengths of `strings` as `u32`s, if each fits.
+fn lengths(strings: [&str; 4]) -> Option<[u32; 4]> {
+    let mut out = [0; 4];
+    for (len, text) in out.iter_mut().zip(strings) {
+        *len = u32::try_from(text.len()).ok()?;
+    }
+    Some(out)
+}
+
 /// One length-prefixed string at the start of `bytes`, and what follows it.
 fn take_string(bytes: &[u8]) -> Option<(String, &[u8])> {
     let (len, rest) = bytes.split_first_chunk::<4>()?;
@@ -95,6 +132,45 @@ fn take_string(bytes: &[u8]) -> Option<(String, &[u8])> {
 mod tests {
     use super::*;
 
+    /// The entry's strings, borrowed from `reference`.
+    fn of(reference: &OwnerReference) -> OwnerFields<'_> {
+        OwnerFields {
+            api_version: Cow::Borrowed(&reference.api_version),
+            kind: Cow::Borrowed(&reference.kind),
+            name: Cow::Borrowed(&reference.name),
+            uid: Cow::Borrowed(&reference.uid),
+            controller: reference.controller,
+        }
+    }
+
+    fn pack(references: &[OwnerReference]) -> PackedOwners {
+        let fields: Vec<OwnerFields<'_>> = references.iter().map(of).collect();
+        PackedOwners::pack(&fields)
+    }
+
+    #[test]
+    fn entries_are_read_as_owner_references_read_them() {
+        for json in [
+            r#"{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"a","uid":"u","controller":true}"#,
+            r#"{"kind":"Node","extra":[1,2],"name":"n\u00e9"}"#,
+            "{}",
+            r#"{"kind":5}"#,
+            r#"{"controller":"yes"}"#,
+            "[]",
+        ] {
+            let reference = serde_json::from_str::<OwnerReference>(json).ok();
+            let fields = serde_json::from_str::<OwnerFields<'_>>(json).ok();
+            assert_eq!(fields.is_some(), reference.is_some(), "{json}");
+            if let (Some(fields), Some(reference)) = (fields, reference) {
+                assert_eq!(
+                    PackedOwners::pack(&[fields]).unpack(),
+                    [reference],
+                    "{json}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn references_come_back_as_they_were_packed() {
         let references = vec![
@@ -106,7 +182,7 @@ mod tests {
             },
             OwnerReference::default(),
         ];
-        let packed = PackedOwners::pack(&references);
+        let packed = pack(&references);
         assert_eq!(packed.unpack(), references);
         assert_eq!(
             packed.0.len(),
@@ -128,7 +204,7 @@ mod tests {
             OwnerReference::new("apps/v1", "ReplicaSet", "a"),
             OwnerReference::new("apps/v1", "ReplicaSet", "b"),
         ];
-        let packed = PackedOwners::pack(&references);
+        let packed = pack(&references);
         let cut = PackedOwners(packed.0[..packed.0.len() - 1].into());
         assert_eq!(cut.unpack(), references[..1]);
     }

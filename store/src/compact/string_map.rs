@@ -17,7 +17,9 @@ use std::sync::OnceLock;
 use serde::de::{DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-/// A map of strings kept as its JSON text, built into a `BTreeMap` when first read.
+/// A map of strings kept as its JSON text, built into a `BTreeMap` when first read (a clone
+/// keeps what was built).
+#[derive(Clone)]
 pub(crate) struct StringMap {
     /// `{"key":"value",...}`, entries in the order they came, escaped as `serde_json` writes
     /// strings.
@@ -48,20 +50,8 @@ impl StringMap {
     }
 }
 
-impl Clone for StringMap {
-    fn clone(&self) -> Self {
-        let built = OnceLock::new();
-        if let Some(map) = self.built.get() {
-            let _ = built.set(map.clone());
-        }
-        Self {
-            text: self.text.clone(),
-            built,
-        }
-    }
-}
-
-/// Equal when the maps are (two texts can list the same entries in another order).
+/// Equal when the maps are (two texts can list the same entries in another order); unless
+/// the texts are the same, both maps are built.
 impl PartialEq for StringMap {
     fn eq(&self, other: &Self) -> bool {
         self.text == other.text || self.map() == other.map()
@@ -70,9 +60,10 @@ impl PartialEq for StringMap {
 
 impl Eq for StringMap {}
 
+/// The text, as it is kept: printing an object does not build its maps.
 impl fmt::Debug for StringMap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map().entries(self.map()).finish()
+        f.write_str(&self.text)
     }
 }
 
@@ -98,10 +89,10 @@ impl<'de> Visitor<'de> for TextVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StringMap, A::Error> {
         let mut text = Vec::with_capacity(2 + map.size_hint().unwrap_or(4).min(64) * 32);
         text.push(b'{');
-        let mut first = true;
-        while map.next_key_seed(Append(&mut text, if first { b'{' } else { b',' }))? == Some(()) {
-            first = false;
-            map.next_value_seed(Append(&mut text, b':'))?;
+        let mut separator = None;
+        while map.next_key_seed(Append(&mut text, separator))? == Some(()) {
+            separator = Some(b',');
+            map.next_value_seed(Append(&mut text, Some(b':')))?;
         }
         text.push(b'}');
         // Only `serde_json`'s escaped strings and ASCII punctuation were written.
@@ -113,9 +104,8 @@ impl<'de> Visitor<'de> for TextVisitor {
     }
 }
 
-/// Appends one string, quoted and escaped, after `separator` (none when it is the opening
-/// brace, already written).
-struct Append<'a>(&'a mut Vec<u8>, u8);
+/// Appends one string, quoted and escaped, after its separator, if any.
+struct Append<'a>(&'a mut Vec<u8>, Option<u8>);
 
 impl<'de> DeserializeSeed<'de> for Append<'_> {
     type Value = ();
@@ -133,8 +123,8 @@ impl Visitor<'_> for Append<'_> {
     }
 
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
-        if self.1 != b'{' {
-            self.0.push(self.1);
+        if let Some(separator) = self.1 {
+            self.0.push(separator);
         }
         serde_json::to_writer(&mut *self.0, v).map_err(E::custom)
     }
@@ -159,7 +149,7 @@ mod tests {
             "again",
             "the last of a repeated key wins"
         );
-        assert_eq!(format!("{lazy:?}"), format!("{eager:?}"));
+        assert_eq!(format!("{lazy:?}"), lazy.text());
     }
 
     #[test]
@@ -199,5 +189,61 @@ mod tests {
         assert_eq!(built.clone().built.get().map(BTreeMap::len), Some(2));
         let unread: StringMap = serde_json::from_str(r#"{"x":"1"}"#).unwrap();
         assert!(unread.clone().built.get().is_none());
+    }
+
+    #[test]
+    fn readers_racing_for_the_first_read_all_see_one_map() {
+        let lazy: StringMap = serde_json::from_str(r#"{"app":"web","tier":"frontend"}"#).unwrap();
+        let maps: Vec<usize> = std::thread::scope(|scope| {
+            let readers: Vec<_> = (0..8)
+                .map(|_| scope.spawn(|| std::ptr::from_ref(lazy.map()) as usize))
+                .collect();
+            readers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        assert!(maps.windows(2).all(|w| w[0] == w[1]), "{maps:?}");
+        assert_eq!(lazy.map()["tier"], "frontend");
+    }
+
+    proptest::proptest! {
+        /// Any strings (control characters, quotes, backslashes, any Unicode), written by
+        /// `serde_json` plainly or with every non-ASCII character as `\u` escapes, and with
+        /// repeated keys: the map built from the kept text is the map a `BTreeMap` decodes.
+        #[test]
+        fn any_strings_build_the_map_a_btreemap_decodes(
+            entries in proptest::collection::vec((".{0,8}", ".{0,12}"), 0..6),
+            escaped in proptest::bool::ANY,
+        ) {
+            use std::fmt::Write as _;
+            let mut json = String::from("{");
+            for (i, (k, v)) in entries.iter().enumerate() {
+                if i > 0 {
+                    json.push(',');
+                }
+                for text in [k, v] {
+                    let quoted = serde_json::to_string(text).unwrap();
+                    if escaped {
+                        for c in quoted.chars() {
+                            if c.is_ascii() {
+                                json.push(c);
+                            } else {
+                                let mut units = [0u16; 2];
+                                for unit in c.encode_utf16(&mut units) {
+                                    let _ = write!(json, "\\u{unit:04x}");
+                                }
+                            }
+                        }
+                    } else {
+                        json.push_str(&quoted);
+                    }
+                    if std::ptr::eq(text, k) {
+                        json.push(':');
+                    }
+                }
+            }
+            json.push('}');
+            let eager: BTreeMap<String, String> = serde_json::from_str(&json).unwrap();
+            let lazy: StringMap = serde_json::from_str(&json).unwrap();
+            proptest::prop_assert_eq!(lazy.map(), &eager);
+        }
     }
 }

@@ -7,7 +7,7 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
 
 use super::meta::{CompactMeta, WireMeta};
-use crate::OwnerReference;
+use super::owners::OwnerFields;
 
 /// The metadata a [`Compact`](super::Compact) object keeps decoded (the fields behind
 /// [`Object`](crate::Object): name, namespace, resourceVersion, uid, labels, annotations,
@@ -65,7 +65,7 @@ impl CompactMetadata {
 
 impl<'de> Deserialize<'de> for CompactMetadata {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let wire = WireMeta::<IgnoredAny, Vec<OwnerReference>>::deserialize(deserializer)?;
+        let wire = WireMeta::<IgnoredAny, Vec<OwnerFields<'de>>>::deserialize(deserializer)?;
         Ok(Self(wire.into_meta().0))
     }
 }

@@ -1,4 +1,4 @@
-//! A counting allocator: bytes in use now and at the peak. Only `kcache-bench-counted` makes it
+//! A counting allocator: bytes in use now and at the peak, and blocks in use now. Only `kcache-bench-counted` makes it
 //! its global allocator; in every other process of the bench the counters stay at zero and the
 //! allocator is the plain one (the system's, or mimalloc with `--features mimalloc`).
 
@@ -19,6 +19,15 @@ pub struct Counting;
 // Signed: a reading is a difference of two levels.
 static CURRENT: AtomicIsize = AtomicIsize::new(0);
 static PEAK: AtomicIsize = AtomicIsize::new(0);
+static BLOCKS: AtomicIsize = AtomicIsize::new(0);
+
+fn allocated() {
+    BLOCKS.fetch_add(1, Ordering::Relaxed);
+}
+
+fn freed() {
+    BLOCKS.fetch_sub(1, Ordering::Relaxed);
+}
 
 fn grew(size: usize) {
     let size = isize::try_from(size).unwrap_or(isize::MAX);
@@ -39,6 +48,7 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: same contract as the caller's.
         let p = unsafe { Inner.alloc(layout) };
         if !p.is_null() {
+            allocated();
             grew(layout.size());
         }
         p
@@ -47,6 +57,7 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: same contract as the caller's.
         let p = unsafe { Inner.alloc_zeroed(layout) };
         if !p.is_null() {
+            allocated();
             grew(layout.size());
         }
         p
@@ -54,6 +65,7 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: same contract as the caller's.
         unsafe { Inner.dealloc(ptr, layout) };
+        freed();
         shrank(layout.size());
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -73,6 +85,11 @@ unsafe impl GlobalAlloc for Counting {
 /// Bytes allocated and not yet freed.
 pub fn current() -> isize {
     CURRENT.load(Ordering::Relaxed)
+}
+
+/// Blocks allocated and not yet freed (a reallocation keeps its block).
+pub fn blocks() -> isize {
+    BLOCKS.load(Ordering::Relaxed)
 }
 
 /// Starts a new peak measurement from the current level.

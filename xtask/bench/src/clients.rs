@@ -726,17 +726,20 @@ pub struct Counted {
 /// bytes it holds.
 pub async fn counted(row: &Row, target: &Target, pods: usize) -> Result<Counted, BoxError> {
     use crate::alloc;
-    let baseline = alloc::current();
+    let (baseline, blocks) = (alloc::current(), alloc::blocks());
     alloc::reset_peak();
     let (running, sync, cpu) = synced(row, target, pods, now()?).await?;
     let live = usize::try_from(alloc::current() - baseline).unwrap_or(0);
     let peak = usize::try_from(alloc::peak() - baseline).unwrap_or(0);
+    let blocks = alloc::blocks() - blocks;
     eprintln!(
-        "  counting run: synced in {:.2} s (user {:.2} s, system {:.2} s), {:.1} KB per object",
+        "  counting run: synced in {:.2} s (user {:.2} s, system {:.2} s), {:.1} KB per object, \
+         {:.1} allocations per object",
         sync.as_secs_f64(),
         cpu.user.as_secs_f64(),
         cpu.system.as_secs_f64(),
-        live as f64 / pods as f64 / 1e3
+        live as f64 / pods as f64 / 1e3,
+        blocks as f64 / pods as f64
     );
     running.stop().await?;
     Ok(Counted {
