@@ -27,6 +27,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::child::Child;
 use crate::plot::{self, Chart, Line};
+use crate::procfs::Resident;
 use crate::server::Server;
 use crate::setup::Transport;
 use crate::soak_client::{SoakClient, SoakRow};
@@ -55,11 +56,12 @@ struct Sample {
     heap: usize,
     cpu: f64,
     queued: usize,
+    resident: Resident,
 }
 
 impl Sample {
     fn parse(t: f64, line: &str) -> Result<Self, BoxError> {
-        let f = crate::child::fields(line, "sample ", 6)?;
+        let f = crate::child::fields(line, "sample ", 10)?;
         Ok(Self {
             t,
             cached: f[0].parse()?,
@@ -68,6 +70,7 @@ impl Sample {
             heap: f[3].parse()?,
             cpu: f[4].parse()?,
             queued: f[5].parse()?,
+            resident: Resident::parse(&f[6..])?,
         })
     }
 }
@@ -82,6 +85,7 @@ struct Process {
     /// Resident memory and live heap before its client started (its program and runtime).
     rss_before: usize,
     heap_before: usize,
+    resident_before: Resident,
 }
 
 /// The median of `values` (0 for none).
@@ -181,9 +185,10 @@ pub async fn run(options: &Options, counted_program: &Path) -> Result<(), BoxErr
             args.extend(server.client_args());
             let mut child = Child::spawn_program(program, &args, row.env)?;
             let line = child.expect("synced ").await?;
-            let f = crate::child::fields(&line, "synced ", 3)?;
+            let f = crate::child::fields(&line, "synced ", 7)?;
             let (secs, rss_before, heap_before): (f64, usize, usize) =
                 (f[0].parse()?, f[1].parse()?, f[2].parse()?);
+            let resident_before = Resident::parse(&f[3..])?;
             eprintln!(
                 "  {} ({}): synced in {secs:.2} s",
                 row.label,
@@ -196,6 +201,7 @@ pub async fn run(options: &Options, counted_program: &Path) -> Result<(), BoxErr
                 exited: false,
                 rss_before,
                 heap_before,
+                resident_before,
             });
             children.push(child);
         }
@@ -299,6 +305,7 @@ pub async fn run(options: &Options, counted_program: &Path) -> Result<(), BoxErr
 
     let mut report = String::new();
     summary(&mut report, options, &processes, churn_secs, server_pods)?;
+    split(&mut report, &processes, churn_secs);
     let _ = writeln!(
         report,
         "\nThe soak's server: {:.0} MB resident before the churn, {:.0} MB after it; {changes} changes in {churn_secs:.0} s.",
@@ -598,6 +605,61 @@ fn summary(
     Ok(())
 }
 
+/// What each plain process's client added to its resident memory by the end, and where it is:
+/// the program's and libraries' pages it touched, malloc's chunks in use (against the live heap
+/// its counting process saw, the rest is malloc's header and rounding on each block), the free
+/// memory malloc keeps in its arenas, and anonymous memory outside them (thread stacks, the
+/// runtime's and the kernel's own mappings).
+fn split(out: &mut String, processes: &[Process], churn_secs: f64) {
+    let _ = writeln!(
+        out,
+        "\nWhere each client's resident memory is at the end (the process at the end less the process before its client started; MB, medians of the last minute; malloc's figures from glibc's `mallinfo2`, free memory an upper bound of what of it is resident):\n\n| client | RSS | file-backed (program) | anonymous | malloc in use | of which heap | malloc's header and rounding, bytes a pod | malloc free | anonymous outside malloc | RSS / heap | anonymous / heap | malloc in use / heap |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for p in processes.iter().filter(|p| !p.counted) {
+        let end = |field: fn(&Sample) -> usize| at(&p.samples, churn_secs, |s| field(s) as f64);
+        let before = p.resident_before;
+        let rss = end(|s| s.rss) - p.rss_before as f64;
+        let file = end(|s| s.resident.file) - before.file as f64;
+        let anon = end(|s| s.resident.anon) - before.anon as f64;
+        let in_use = end(|s| s.resident.malloc_in_use) - before.malloc_in_use as f64;
+        let free = end(|s| s.resident.malloc_free) - before.malloc_free as f64;
+        let outside = anon - in_use - free;
+        let counted = heap_source(processes, p.row.client);
+        let heap = counted.map(|h| {
+            (
+                at(&h.samples, churn_secs, |s| s.heap as f64) - h.heap_before as f64,
+                at(&h.samples, churn_secs, |s| s.resident.malloc_in_use as f64)
+                    - h.resident_before.malloc_in_use as f64,
+            )
+        });
+        let cell = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.1}"));
+        let ratio =
+            |v: f64| heap.map_or_else(|| "-".to_owned(), |(h, _)| format!("{:.2}", v / h.max(1.0)));
+        // The counting process's malloc holds the same blocks its counter counts: what its
+        // chunks hold beyond the bytes asked for is glibc's header and rounding.
+        let overhead = counted.zip(heap).map(|(h, (live, in_use))| {
+            let blocks = at(&h.samples, churn_secs, |s| s.cached as f64).max(1.0);
+            (in_use - live) / blocks
+        });
+        let _ = writeln!(
+            out,
+            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {:.1} | {:.1} | {} | {} | {} |",
+            p.row.label,
+            rss / MB,
+            file / MB,
+            anon / MB,
+            in_use / MB,
+            cell(heap.map(|(h, _)| h / MB)),
+            overhead.map_or_else(|| "-".to_owned(), |o| format!("{o:.0}")),
+            free / MB,
+            outside / MB,
+            ratio(rss),
+            ratio(anon),
+            ratio(in_use),
+        );
+    }
+}
+
 /// Every row's RSS (and heap, for counting processes) at the end of each minute.
 fn over_time(
     out: &mut String,
@@ -702,13 +764,14 @@ fn charts(processes: &[Process], churn_secs: f64) -> Vec<Chart> {
 
 /// Every sample as CSV.
 fn samples_csv(processes: &[Process]) -> String {
-    let mut out =
-        String::from("seconds,row,process,cached,seen,rss_bytes,heap_bytes,cpu_seconds,queued\n");
+    let mut out = String::from(
+        "seconds,row,process,cached,seen,rss_bytes,heap_bytes,cpu_seconds,queued,anon_bytes,file_bytes,malloc_in_use_bytes,malloc_free_bytes\n",
+    );
     for p in processes {
         for s in &p.samples {
             let _ = writeln!(
                 out,
-                "{:.1},{},{},{},{},{},{},{:.2},{}",
+                "{:.1},{},{},{},{},{},{},{:.2},{},{},{},{},{}",
                 s.t,
                 p.row.key,
                 kind(p),
@@ -717,7 +780,11 @@ fn samples_csv(processes: &[Process]) -> String {
                 s.rss,
                 s.heap,
                 s.cpu,
-                s.queued
+                s.queued,
+                s.resident.anon,
+                s.resident.file,
+                s.resident.malloc_in_use,
+                s.resident.malloc_free
             );
         }
     }

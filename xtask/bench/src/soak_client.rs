@@ -2,11 +2,12 @@
 //! `kcache-bench-counted`): one client synced against the soak's server, then a sample line
 //! every `--interval` seconds until the parent says `quit`.
 //!
-//! A sample is `sample <cached> <seen> <rss> <heap> <cpu> <queued>`: objects in the cache,
-//! events the handler saw (updates; for the reconcile runner, reconciles), resident memory, live
-//! heap bytes (counted only in `kcache-bench-counted`; zero in the plain program), the process's
-//! CPU seconds so far, and for the reconcile runner the keys in its work queue (waiting or being
-//! reconciled; zero for the other rows).
+//! A sample is `sample <cached> <seen> <rss> <heap> <cpu> <queued> <anon> <file> <malloc in
+//! use> <malloc free>`: objects in the cache, events the handler saw (updates; for the reconcile
+//! runner, reconciles), resident memory, live heap bytes (counted only in
+//! `kcache-bench-counted`; zero in the plain program), the process's CPU seconds so far, for the
+//! reconcile runner the keys in its work queue (waiting or being reconciled; zero for the other
+//! rows), then where the resident memory is ([`procfs::Resident`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -211,8 +212,9 @@ async fn start_dynamic(target: &Target) -> Result<Running, BoxError> {
 }
 
 /// `soak-client KEY` mode: starts `row`'s client against `target`, prints `synced <seconds>
-/// <rss before> <heap before>` (the process before the client started: its program, runtime and
-/// allocator), then a sample every `interval` until stdin says `quit` or closes. `heap` reads the live heap
+/// <rss before> <heap before> <resident before>` (the process before the client started: its
+/// program, runtime and allocator; the last is [`procfs::Resident`]'s four fields), then a
+/// sample every `interval` until stdin says `quit` or closes. `heap` reads the live heap
 /// (the counting allocator's level; zero in the plain program).
 pub async fn run(
     row: &SoakRow,
@@ -221,6 +223,7 @@ pub async fn run(
     heap: fn() -> isize,
 ) -> Result<(), BoxError> {
     let (rss_before, heap_before) = (procfs::rss()?, heap().max(0));
+    let resident_before = procfs::Resident::now()?;
     let start = Instant::now();
     let (running, queued) = match row.client {
         SoakClient::Row(key) => {
@@ -236,8 +239,9 @@ pub async fn run(
     let mut parent = clients::Parent::new();
     parent
         .say(&format!(
-            "synced {} {rss_before} {heap_before}",
-            start.elapsed().as_secs_f64()
+            "synced {} {rss_before} {heap_before} {}",
+            start.elapsed().as_secs_f64(),
+            resident_before.fields()
         ))
         .await?;
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
@@ -256,13 +260,14 @@ pub async fn run(
                 let cpu = procfs::Cpu::now()?;
                 parent
                     .say(&format!(
-                        "sample {} {} {} {} {} {}",
+                        "sample {} {} {} {} {} {} {}",
                         running.cached(),
                         running.seen.load(Ordering::Relaxed),
                         procfs::rss()?,
                         heap().max(0),
                         (cpu.user + cpu.system).as_secs_f64(),
                         queued.as_ref().map_or(0, |q| q()),
+                        procfs::Resident::now()?.fields(),
                     ))
                     .await?;
             }
