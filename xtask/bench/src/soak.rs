@@ -607,13 +607,14 @@ fn summary(
 
 /// What each plain process's client added to its resident memory by the end, and where it is:
 /// the program's and libraries' pages it touched, malloc's chunks in use (against the live heap
-/// its counting process saw, the rest is malloc's header and rounding on each block), the free
-/// memory malloc keeps in its arenas, and anonymous memory outside them (thread stacks, the
-/// runtime's and the kernel's own mappings).
+/// its counting process saw, the rest is malloc's header and rounding on each block) and the
+/// free memory malloc keeps in its arenas. What anonymous memory lies outside malloc is not
+/// derived: the free figure is an upper bound of what of it is resident, so the difference can
+/// read below zero.
 fn split(out: &mut String, processes: &[Process], churn_secs: f64) {
     let _ = writeln!(
         out,
-        "\nWhere each client's resident memory is at the end (the process at the end less the process before its client started; MB, medians of the last minute; malloc's figures from glibc's `mallinfo2`, free memory an upper bound of what of it is resident):\n\n| client | RSS | file-backed (program) | anonymous | malloc in use | of which heap | malloc's header and rounding, bytes a pod | malloc free | anonymous outside malloc | RSS / heap | anonymous / heap | malloc in use / heap |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "\nWhere each client's resident memory is at the end (the process at the end less the process before its client started; MB, medians of the last minute; malloc's figures from glibc's `mallinfo2`, free memory an upper bound of what of it is resident):\n\n| client | RSS | file-backed (program) | anonymous | malloc in use | of which heap | malloc's header and rounding, bytes a pod | malloc free | RSS / heap | anonymous / heap | malloc in use / heap |\n|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for p in processes.iter().filter(|p| !p.counted) {
         let end = |field: fn(&Sample) -> usize| at(&p.samples, churn_secs, |s| field(s) as f64);
@@ -623,7 +624,6 @@ fn split(out: &mut String, processes: &[Process], churn_secs: f64) {
         let anon = end(|s| s.resident.anon) - before.anon as f64;
         let in_use = end(|s| s.resident.malloc_in_use) - before.malloc_in_use as f64;
         let free = end(|s| s.resident.malloc_free) - before.malloc_free as f64;
-        let outside = anon - in_use - free;
         let counted = heap_source(processes, p.row.client);
         let heap = counted.map(|h| {
             (
@@ -643,7 +643,7 @@ fn split(out: &mut String, processes: &[Process], churn_secs: f64) {
         });
         let _ = writeln!(
             out,
-            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {:.1} | {:.1} | {} | {} | {} |",
+            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {} | {:.1} | {} | {} | {} |",
             p.row.label,
             rss / MB,
             file / MB,
@@ -652,7 +652,6 @@ fn split(out: &mut String, processes: &[Process], churn_secs: f64) {
             cell(heap.map(|(h, _)| h / MB)),
             overhead.map_or_else(|| "-".to_owned(), |o| format!("{o:.0}")),
             free / MB,
-            outside / MB,
             ratio(rss),
             ratio(anon),
             ratio(in_use),

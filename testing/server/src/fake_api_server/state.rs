@@ -35,6 +35,9 @@ use super::status::ApiError;
 use super::stored::Stored;
 use super::util::now_secs;
 
+/// Mixed into the server's seed for the names and uids it generates.
+const UID_STREAM: u64 = 0x5e7e_c0de_0000_0001;
+
 /// Tunables fixed at start (see [`FakeApiServerBuilder`](super::FakeApiServerBuilder)).
 #[derive(Debug, Clone)]
 #[allow(
@@ -244,7 +247,10 @@ impl Shared {
             token_floor: 0,
             stale_rv0: None,
             latest_as_of: None,
-            rng: fastrand::Rng::with_seed(seed),
+            // A stream of its own: the workload generators (`kcache_testing::workload`) draw
+            // their owner references' uids with the same function, and from the same seed
+            // their uids and the server's would coincide, making some pods owners of others.
+            rng: fastrand::Rng::with_seed(seed ^ UID_STREAM),
             log: VecDeque::new(),
             registrations: 0,
             openapi: None,

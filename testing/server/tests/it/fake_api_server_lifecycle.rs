@@ -825,3 +825,48 @@ async fn a_deep_ownership_chain_is_collected_without_recursion() {
     );
     assert!(server.list(&cms).is_empty());
 }
+
+/// The uids the server assigns come from a stream of their own: a workload generated from the
+/// same seed as the server (the owner references of `kcache_testing::workload`'s pods are drawn
+/// by the same uid function) never has a pod owned by another pod the server made, so deleting
+/// pods under churn garbage-collects nothing else.
+#[tokio::test]
+async fn a_workload_seeded_like_the_server_shares_no_uid_with_it() {
+    use kcache_testing::workload::{PodGenerator, PodShape};
+    const SEED: u64 = 7;
+    let server = FakeApiServer::builder().seed(SEED).start().await.unwrap();
+    let pods = ServedResource::pods();
+    let mut generator = PodGenerator::with_shape(SEED, 4, PodShape::Light);
+    let mut owners = std::collections::HashSet::new();
+    for _ in 0..3000 {
+        let pod = generator.next_pod();
+        owners.extend(
+            kcache_store::Object::owner_references(&pod)
+                .into_iter()
+                .map(|o| o.uid),
+        );
+        server.create(&pods, pod).unwrap();
+    }
+    assert!(!owners.is_empty(), "the workload's pods have owners");
+    let made = server.list(&pods);
+    assert_eq!(made.len(), 3000);
+    let shared: Vec<_> = made
+        .iter()
+        .filter_map(|p| p.metadata.uid.as_ref())
+        .filter(|uid| owners.contains(*uid))
+        .collect();
+    assert!(
+        shared.is_empty(),
+        "{} server uids own workload pods, the first {:?}",
+        shared.len(),
+        shared.first()
+    );
+    // And so deleting pods deletes only them.
+    for pod in made.iter().take(300) {
+        let name = pod.metadata.name.as_deref().unwrap();
+        server
+            .delete(&pods, pod.metadata.namespace.as_deref(), name)
+            .unwrap();
+    }
+    assert_eq!(server.list(&pods).len(), 2700);
+}
