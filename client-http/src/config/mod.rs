@@ -163,6 +163,16 @@ pub struct Config {
     /// as the server allows (default [`DEFAULT_HTTP2_STREAM_WAIT`], 30 s); then it fails with
     /// [`Error::Http2StreamWait`](crate::Error::Http2StreamWait). Other transports ignore it.
     pub http2_stream_wait: Duration,
+    /// Whether the default transport opens and drives its connections on the runtime the
+    /// [`Client`](crate::Client) was made on, when that is a multi-threaded one (default
+    /// `false`: on the runtime of the request that opens them). On, a connection opened by an
+    /// informer running on a thread of its own (its default run mode on a multi-threaded
+    /// runtime) is not driven on that informer's thread, in turn with its decoding, and
+    /// outlives it, so informers that share an HTTP/2 connection do not lose it when the one
+    /// that opened it stops. If that runtime shuts down, the next connect fails once with an
+    /// error saying so, and connections open on the request's runtime from then on. Other
+    /// transports ignore it.
+    pub connections_on_client_runtime: bool,
     /// A watch asked to last `timeoutSeconds` is ended by the client after that plus this much,
     /// in case the server never ends it (default 30 s).
     pub watch_timeout_slack: Duration,
@@ -210,6 +220,10 @@ impl std::fmt::Debug for Config {
             .field("connect_timeout", &self.connect_timeout)
             .field("http2_max_connections", &self.http2_max_connections)
             .field("http2_stream_wait", &self.http2_stream_wait)
+            .field(
+                "connections_on_client_runtime",
+                &self.connections_on_client_runtime,
+            )
             .field("watch_timeout_slack", &self.watch_timeout_slack)
             .field("token_file_refresh", &self.token_file_refresh)
             .field("user_agent", &self.user_agent)
@@ -261,6 +275,7 @@ impl Config {
             connect_timeout: Duration::from_secs(30),
             http2_max_connections: DEFAULT_HTTP2_MAX_CONNECTIONS,
             http2_stream_wait: DEFAULT_HTTP2_STREAM_WAIT,
+            connections_on_client_runtime: false,
             watch_timeout_slack: DEFAULT_WATCH_TIMEOUT_SLACK,
             token_file_refresh: Duration::from_secs(60),
             user_agent: DEFAULT_USER_AGENT.to_owned(),

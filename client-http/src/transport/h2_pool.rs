@@ -34,6 +34,7 @@ use crate::error::BoxError;
 use crate::transport::ResponseBody;
 use crate::transport::connector::ProxyConnector;
 use crate::transport::h2_conn::{self, Owner, Pings, SendError};
+use crate::transport::spawner::Spawner;
 
 /// How often a waiting request looks at the connections again even if no stream was freed (a
 /// server may raise its limit with new settings, which wakes no one).
@@ -70,14 +71,21 @@ pub(crate) enum Sent {
 pub(crate) struct Pool {
     connector: HttpsConnector<ProxyConnector>,
     limits: Limits,
+    /// Where connections are opened and driven.
+    spawner: Spawner,
     /// By scheme and authority (cheap to clone: no string is built per request).
     routes: Mutex<HashMap<(Scheme, Authority), Arc<Route>>>,
 }
 
 impl Pool {
-    pub(crate) fn new(connector: HttpsConnector<ProxyConnector>, limits: Limits) -> Self {
+    pub(crate) fn new(
+        connector: HttpsConnector<ProxyConnector>,
+        limits: Limits,
+        spawner: Spawner,
+    ) -> Self {
         Self {
             connector,
+            spawner,
             limits: Limits {
                 max_connections: limits.max_connections.max(1),
                 ..limits
@@ -148,17 +156,24 @@ impl Pool {
     }
 
     /// Opens a connection to `route`'s server: TCP (through the proxy, if any), TLS, and for
-    /// `h2` the HTTP/2 handshake up to the server's settings.
+    /// `h2` the HTTP/2 handshake up to the server's settings; on the spawner's runtime, which
+    /// then drives the connection.
     async fn dial(&self, route: &Arc<Route>, id: u64) -> Result<Dialed, BoxError> {
         let mut connector = self.connector.clone();
-        std::future::poll_fn(|cx| connector.poll_ready(cx)).await?;
-        let stream = connector.call(route.origin.clone()).await?;
-        if !stream.connected().is_negotiated_h2() {
-            return Ok(Dialed::Http1);
-        }
+        let origin = route.origin.clone();
         let owner: Weak<dyn Owner> = Arc::downgrade(route) as Weak<Route>;
-        let send = h2_conn::handshake(TokioIo::new(stream), id, owner, self.limits.pings).await?;
-        Ok(Dialed::H2(send))
+        let pings = self.limits.pings;
+        self.spawner
+            .run(async move {
+                std::future::poll_fn(|cx| connector.poll_ready(cx)).await?;
+                let stream = connector.call(origin).await?;
+                if !stream.connected().is_negotiated_h2() {
+                    return Ok(Dialed::Http1);
+                }
+                let send = h2_conn::handshake(TokioIo::new(stream), id, owner, pings).await?;
+                Ok(Dialed::H2(send))
+            })
+            .await
     }
 }
 

@@ -1,6 +1,6 @@
 //! The transport seam: [`Transport`] sends one HTTP request, [`HyperTransport`] is the default,
 //! over `connector` (TCP, proxies from `proxy`, TLS from `tls`), with its HTTP/2 connections in
-//! `h2_pool` (each one an `h2_conn`); `request` builds the list,
+//! `h2_pool` (each one an `h2_conn`), both opened and driven where `spawner` puts them; `request` builds the list,
 //! watch and object requests (object names checked by `path_segment`), `response` turns error
 //! answers into a `Status`, and `deadline` bounds a request by a timeout.
 //!
@@ -20,6 +20,7 @@ pub(crate) mod path_segment;
 pub(crate) mod proxy;
 pub(crate) mod request;
 pub(crate) mod response;
+mod spawner;
 pub(crate) mod tls;
 
 use std::fmt;
@@ -34,13 +35,14 @@ use http_body_util::{BodyExt, Full};
 use hyper_rustls::{DefaultServerNameResolver, FixedServerNameResolver, HttpsConnector};
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::rt::TokioTimer;
 
 use crate::error::BoxError;
 use crate::transport::connector::ProxyConnector;
 use crate::transport::h2_conn::Pings;
 use crate::transport::h2_pool::{Limits, Pool, Sent};
 use crate::transport::proxy::Route;
+use crate::transport::spawner::{HomeConnector, Spawner};
 use crate::{Config, Error};
 
 /// A response body: its data frames as they arrive.
@@ -149,7 +151,7 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
 /// ```
 #[derive(Clone)]
 pub struct HyperTransport {
-    http1: HyperClient<HttpsConnector<ProxyConnector>, Full<Bytes>>,
+    http1: HyperClient<HomeConnector<HttpsConnector<ProxyConnector>>, Full<Bytes>>,
     h2: Arc<Pool>,
 }
 
@@ -200,9 +202,16 @@ impl HyperTransport {
         // HTTP/1.1 only for hyper's client: HTTP/2 goes through the pool.
         let mut tls_http1 = tls.clone();
         tls_http1.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let http1_connector =
-            HttpsConnector::new(connector.clone(), tls_http1, false, resolver.clone());
-        let http1 = HyperClient::builder(TokioExecutor::new())
+        let spawner = if config.connections_on_client_runtime {
+            Spawner::current()
+        } else {
+            Spawner::in_place()
+        };
+        let http1_connector = HomeConnector::new(
+            HttpsConnector::new(connector.clone(), tls_http1, false, resolver.clone()),
+            spawner.clone(),
+        );
+        let http1 = HyperClient::builder(spawner.clone())
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(IDLE_TIMEOUT)
@@ -217,7 +226,11 @@ impl HyperTransport {
                 timeout: H2_PING_TIMEOUT,
             },
         };
-        let h2 = Pool::new(HttpsConnector::new(connector, tls, false, resolver), limits);
+        let h2 = Pool::new(
+            HttpsConnector::new(connector, tls, false, resolver),
+            limits,
+            spawner,
+        );
         Ok(Self {
             http1,
             h2: Arc::new(h2),

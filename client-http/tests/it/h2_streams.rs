@@ -1,7 +1,9 @@
 //! The default transport against servers that limit HTTP/2 streams: a server allowing none
 //! fails requests at once with a clear error (and a warning), one allowing fewer streams than a
 //! client's watches gets more connections, a full pool waits for a stream and then fails
-//! clearly, and a TLS server answering ALPN with `http/1.1` is spoken to in HTTP/1.1.
+//! clearly, a TLS server answering ALPN with `http/1.1` is spoken to in HTTP/1.1, and a
+//! connection opened from an informer thread's runtime outlives that runtime when the config
+//! asks for connections on the client's runtime (HTTP/2 and HTTP/1.1).
 //!
 //! Upper bounds on time prove only that nothing hangs (a list would otherwise wait for its
 //! whole timeout, here set far beyond them); durations are printed, never asserted.
@@ -238,4 +240,58 @@ async fn requests_waiting_for_a_connection_that_fails_are_told_its_cause() {
         assert!(*refused && e.contains("refused"), "{errors:?}");
         assert!(!e.contains("allows"), "not a stream wait: {errors:?}");
     }
+}
+
+/// Runs `lw`'s list on a thread of its own with a current-thread runtime, as an informer in
+/// its default run mode does, and ends that runtime with it.
+fn list_on_own_runtime(lw: HttpListerWatcher<DynamicObject>) -> usize {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // The timer is made inside `block_on`, where the runtime is current.
+        let page = runtime
+            .block_on(async {
+                tokio::time::timeout(NO_HANG, lw.list(&ListOptions::default())).await
+            })
+            .expect("the list gets its page")
+            .unwrap();
+        page.items.len()
+    })
+    .join()
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_h2_connection_outlives_the_runtime_that_opened_it() {
+    // The client is made on this multi-threaded runtime; two informer-like threads list in
+    // turn, the first one's runtime ending before the second starts. The connection the first
+    // opened runs on this runtime, so the second lists over it: one connection in all.
+    let server = server(100, 3).await;
+    let mut config = patient_config(&server);
+    config.connections_on_client_runtime = true;
+    let client = Client::new(config).unwrap();
+    assert_eq!(list_on_own_runtime(lw(&client)), 3);
+    assert_eq!(list_on_own_runtime(lw(&client)), 3);
+    let page = tokio::time::timeout(NO_HANG, lw(&client).list(&ListOptions::default()))
+        .await
+        .expect("the list gets its page")
+        .unwrap();
+    assert_eq!(page.items.len(), 3);
+    assert_eq!(server.connections_accepted(), 1);
+    assert!(server.requests().iter().all(|r| r.version == "HTTP/2.0"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http1_connection_outlives_the_runtime_that_opened_it() {
+    // The same over plain HTTP/1.1, whose idle connection returns to the pool.
+    let server = server_from(FakeApiServer::builder(), 3).await;
+    let mut config = patient_config(&server);
+    config.connections_on_client_runtime = true;
+    let client = Client::new(config).unwrap();
+    assert_eq!(list_on_own_runtime(lw(&client)), 3);
+    assert_eq!(list_on_own_runtime(lw(&client)), 3);
+    assert_eq!(server.connections_accepted(), 1);
+    assert!(server.requests().iter().all(|r| r.version == "HTTP/1.1"));
 }

@@ -256,6 +256,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use hyper::service::service_fn;
@@ -845,6 +846,12 @@ impl FakeApiServer {
         self.shared.lock().log.iter().cloned().collect()
     }
 
+    /// How many TCP connections the server has accepted so far (those refused beyond
+    /// [`max_connections`](FakeApiServerBuilder::max_connections) not counted).
+    pub fn connections_accepted(&self) -> u64 {
+        self.shared.accepted.load(Ordering::Relaxed)
+    }
+
     /// Clears the request log.
     pub fn clear_requests(&self) {
         self.shared.lock().log.clear();
@@ -887,6 +894,7 @@ async fn accept_loop(
             continue;
         };
         let _ = tcp.set_nodelay(true);
+        shared.accepted.fetch_add(1, Ordering::Relaxed);
         let shared = shared.clone();
         let address = address.clone();
         let acceptor = acceptor.clone();

@@ -7,6 +7,7 @@ mod lifecycle;
 use std::borrow::Cow;
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -226,6 +227,8 @@ pub(crate) struct Shared {
     /// `true` while watch delivery is paused (`pause_watches()`).
     pub(crate) paused_tx: watch::Sender<bool>,
     pub(crate) cancel: CancellationToken,
+    /// Connections accepted so far (refused ones not counted).
+    pub(crate) accepted: AtomicU64,
 }
 
 impl Shared {
@@ -278,6 +281,7 @@ impl Shared {
             bookmark_tx: watch::Sender::new(0),
             paused_tx: watch::Sender::new(false),
             cancel: CancellationToken::new(),
+            accepted: AtomicU64::new(0),
         })
     }
 
