@@ -56,6 +56,9 @@ pub enum Form {
 pub enum Backend {
     /// client-http's own client (hyper, `HttpListerWatcher`).
     Http,
+    /// The same with `Config::connections_on_client_runtime`: connections opened and driven on
+    /// the client process's multi-threaded runtime, not on the informer's own thread.
+    HttpHome,
     /// kube-rs's `Client` as the transport, client-http's decoders (`KubeListerWatcher`).
     Kube,
 }
@@ -123,6 +126,17 @@ const fn kcache(form: Form, list: ListMode, lean: bool, inline: bool) -> Which {
     }
 }
 
+/// kcache's typed informer with its defaults, its connections on the client's runtime.
+const fn kcache_home(list: ListMode) -> Which {
+    Which::Kcache {
+        form: Typed,
+        list,
+        lean: true,
+        inline: false,
+        backend: Backend::HttpHome,
+    }
+}
+
 /// kcache's informer with its defaults over kube-rs's `Client`.
 const fn kcache_on_kube(form: Form, list: ListMode) -> Which {
     Which::Kcache {
@@ -153,6 +167,8 @@ pub const ROWS: &[Row] = &[
     row("kube-rs-stream-thread", "kube-rs, streaming, own thread", kube(Streaming, true)),
     row("kcache", "kcache Pod, defaults (streaming, run)", kcache(Typed, Streaming, true, false)),
     row("kcache-paged", "kcache Pod, paginated", kcache(Typed, Paginated, true, false)),
+    row("kcache-home", "kcache Pod, connections on the client's runtime (streaming, run)", kcache_home(Streaming)),
+    row("kcache-paged-home", "kcache Pod, paginated, connections on the client's runtime", kcache_home(Paginated)),
     row("kcache-inline", "kcache Pod, on the caller's task", kcache(Typed, Streaming, true, true)),
     row("kcache-full", "kcache Pod, managedFields kept, grown capacities", kcache(Typed, Streaming, false, false)),
     row("compact", "kcache Compact<Pod> (streaming, run)", kcache(Compact, Streaming, true, false)),
@@ -239,6 +255,13 @@ impl Target {
             None => Config::new(self.url.parse()?),
         })
     }
+
+    /// [`kcache_config`](Self::kcache_config) for `backend`'s rows.
+    pub fn kcache_config_for(&self, backend: Backend) -> Result<Config, BoxError> {
+        let mut config = self.kcache_config()?;
+        config.connections_on_client_runtime = backend == Backend::HttpHome;
+        Ok(config)
+    }
 }
 
 /// A synced client: how many objects it caches, how many updates it has seen, and how to stop it.
@@ -293,12 +316,13 @@ pub async fn start(which: Which, target: &Target) -> Result<Running, BoxError> {
         } => match form {
             Typed | TypedProtobuf => {
                 let lw: Arc<dyn ListerWatcher<Pod>> = match backend {
-                    Backend::Http => {
-                        let builder =
-                            HttpListerWatcher::<Pod>::typed(Client::new(target.kcache_config()?)?)
-                                .all_namespaces()
-                                .skip_managed_fields(lean)
-                                .exact_capacities(lean);
+                    Backend::Http | Backend::HttpHome => {
+                        let builder = HttpListerWatcher::<Pod>::typed(Client::new(
+                            target.kcache_config_for(backend)?,
+                        )?)
+                        .all_namespaces()
+                        .skip_managed_fields(lean)
+                        .exact_capacities(lean);
                         let builder = if form == TypedProtobuf {
                             builder.protobuf()
                         } else {
@@ -318,9 +342,9 @@ pub async fn start(which: Which, target: &Target) -> Result<Running, BoxError> {
             Compact | CompactProtobuf => {
                 let codec = CompactCodec::new().keep_managed_fields(!lean);
                 let lw: Arc<dyn ListerWatcher<CompactObject<Pod>>> = match backend {
-                    Backend::Http => {
+                    Backend::Http | Backend::HttpHome => {
                         let builder = HttpListerWatcher::<CompactObject<Pod>>::compact_typed(
-                            Client::new(target.kcache_config()?)?,
+                            Client::new(target.kcache_config_for(backend)?)?,
                         )
                         .all_namespaces()
                         .codec(codec);
@@ -341,10 +365,10 @@ pub async fn start(which: Which, target: &Target) -> Result<Running, BoxError> {
             }
             Metadata | MetadataProtobuf => {
                 let lw: Arc<dyn ListerWatcher<PartialObjectMetadata>> = match backend {
-                    Backend::Http => {
+                    Backend::Http | Backend::HttpHome => {
                         let builder =
                             HttpListerWatcher::<PartialObjectMetadata>::metadata_of::<Pod>(
-                                Client::new(target.kcache_config()?)?,
+                                Client::new(target.kcache_config_for(backend)?)?,
                             )
                             .all_namespaces();
                         let builder = if form == MetadataProtobuf {
@@ -366,9 +390,9 @@ pub async fn start(which: Which, target: &Target) -> Result<Running, BoxError> {
             MetadataCompact => {
                 let lw: Arc<dyn ListerWatcher<CompactObject<PartialObjectMetadata>>> = match backend
                 {
-                    Backend::Http => Arc::new(
+                    Backend::Http | Backend::HttpHome => Arc::new(
                         HttpListerWatcher::<CompactObject<PartialObjectMetadata>>::compact(
-                            Client::new(target.kcache_config()?)?,
+                            Client::new(target.kcache_config_for(backend)?)?,
                             kcache_client_http::ApiResource::new("", "v1", "pods", true),
                         )
                         .kind("Pod")

@@ -795,6 +795,8 @@ fn print_summary(tables: &[Table<'_>]) {
         for (key, paged) in [
             ("kcache", Some("kcache-paged")),
             ("kcache-paged", None),
+            ("kcache-home", Some("kcache-paged-home")),
+            ("kcache-paged-home", None),
             ("compact", Some("compact-paged")),
             ("compact-paged", None),
         ] {
