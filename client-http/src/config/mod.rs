@@ -164,17 +164,17 @@ pub struct Config {
     /// [`Error::Http2StreamWait`](crate::Error::Http2StreamWait). Other transports ignore it.
     pub http2_stream_wait: Duration,
     /// Whether the default transport opens and drives its connections on the runtime the
-    /// [`Client`](crate::Client) was made on, when that is a multi-threaded one (default
-    /// `false`: on the runtime of the request that opens them). On, a connection opened by an
-    /// informer running on a thread of its own (its default run mode on a multi-threaded
-    /// runtime) is not driven on that informer's thread, in turn with its decoding, and
-    /// outlives it, so informers that share an HTTP/2 connection do not lose it when the one
-    /// that opened it stops. If that runtime shuts down, the next connect fails once with an
-    /// error saying so, and connections open on the request's runtime from then on. It costs
-    /// throughput: every response frame then crosses threads (the connection's task wakes the
-    /// informer's thread, which wakes it back to release flow-control window), and on the
-    /// project's bench over HTTP/2 an informer took in watch events at 0.41x the rate it has
-    /// with the connection in place, for three times the CPU. Other transports ignore it.
+    /// [`Client`](crate::Client) was made on, when that is a multi-threaded one (default `false`:
+    /// on the runtime of the request that opens them). On, a connection opened by an informer
+    /// running on a thread of its own (its default run mode on a multi-threaded runtime) is not
+    /// driven on that informer's thread, in turn with its decoding, and outlives it, so informers
+    /// that share an HTTP/2 connection do not lose it when the one that opened it stops. If that
+    /// runtime shuts down, the next connect fails once with an error saying so, and connections
+    /// open on the request's runtime from then on. It costs throughput: the buffers a response is
+    /// read into are then allocated on a worker thread of that runtime and freed on the informer's
+    /// thread (memory the allocator hands back and faults in again), and on the project's bench
+    /// over HTTP/2 an informer took in watch events at 0.41x the rate it has with the connection in
+    /// place, for three times the CPU. Other transports ignore it.
     pub connections_on_client_runtime: bool,
     /// A watch asked to last `timeoutSeconds` is ended by the client after that plus this much,
     /// in case the server never ends it (default 30 s).
